@@ -1,0 +1,93 @@
+import { hostname } from 'node:os';
+import { Logger, type LoggerService } from '@nestjs/common';
+import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
+import { HEARTBEAT_NOT_BELOW_LEASE, INVALID_OPTION, INVALID_WAIT } from '../errors/lock.messages';
+import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
+import { type Duration, parseDuration } from '../utils/duration';
+
+/** Defaults of {@link DynamoLockOptions}, as documented. */
+export const DEFAULTS = {
+  tableName: 'nestjs-dynamo-lock',
+  leaseDuration: 30_000,
+  ttlDays: 2,
+} as const;
+
+const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+
+/** Options with every default applied and every duration in milliseconds. */
+export interface ResolvedLockOptions {
+  tableName: string;
+  leaseMs: number;
+  /** Explicit heartbeat interval, or `undefined` for a third of each lock's lease. */
+  heartbeatMs: number | undefined;
+  /** Default wait in ms: `Infinity` without limit, `0` for one attempt. */
+  waitMs: number;
+  ttlDays: number;
+  ownerName: string;
+  keyPrefix: string;
+  createTable: boolean;
+  verifyTable: boolean;
+  logger: LoggerService;
+}
+
+/**
+ * Applies defaults and validates the options, before anything is sent.
+ * @throws LockConfigurationError naming the bad option.
+ */
+export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLockOptions {
+  const tableName = options.tableName ?? process.env.DYNAMO_LOCK_TABLE ?? DEFAULTS.tableName;
+  if (typeof tableName !== 'string' || !TABLE_NAME.test(tableName)) {
+    throw new LockConfigurationError(INVALID_OPTION('tableName', 'a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)', tableName));
+  }
+  const leaseMs = asConfigError(() => parseDuration(options.leaseDuration ?? DEFAULTS.leaseDuration, 'leaseDuration'));
+  const heartbeatMs = options.heartbeatInterval === undefined ? undefined : asConfigError(() => parseDuration(options.heartbeatInterval, 'heartbeatInterval'));
+  if (heartbeatMs !== undefined && heartbeatMs >= leaseMs) throw new LockConfigurationError(HEARTBEAT_NOT_BELOW_LEASE(heartbeatMs, leaseMs));
+  const ttlDays = options.ttlDays ?? DEFAULTS.ttlDays;
+  if (typeof ttlDays !== 'number' || !Number.isFinite(ttlDays) || ttlDays < 0) {
+    throw new LockConfigurationError(INVALID_OPTION('ttlDays', 'a number of days, 0 or more', ttlDays));
+  }
+  const ownerName = options.ownerName ?? `${hostname()}:${process.pid}`;
+  if (typeof ownerName !== 'string' || ownerName.length === 0 || ownerName.length > 256) {
+    throw new LockConfigurationError(INVALID_OPTION('ownerName', 'a non-empty string of at most 256 characters', ownerName));
+  }
+  const keyPrefix = options.keyPrefix ?? '';
+  if (typeof keyPrefix !== 'string') throw new LockConfigurationError(INVALID_OPTION('keyPrefix', 'a string', keyPrefix));
+  return {
+    tableName,
+    leaseMs,
+    heartbeatMs,
+    waitMs: options.wait === undefined ? 2 * leaseMs : asConfigError(() => resolveWait(options.wait as Duration | boolean)),
+    ttlDays,
+    ownerName,
+    keyPrefix,
+    createTable: options.createTable ?? false,
+    verifyTable: options.verifyTable ?? true,
+    logger: options.logger ?? new Logger('DynamoLock'),
+  };
+}
+
+/**
+ * Turns a `wait` option into milliseconds: `true` → `Infinity`, `false` → `0`.
+ * @throws LockValidationError for anything else that is not a duration.
+ */
+export function resolveWait(wait: Duration | boolean): number {
+  if (wait === true) return Number.POSITIVE_INFINITY;
+  if (wait === false) return 0;
+  if (typeof wait !== 'number' && typeof wait !== 'string') throw new LockValidationError(INVALID_WAIT(wait));
+  return parseDuration(wait, 'wait');
+}
+
+/** The heartbeat interval of a lock with lease `leaseMs`. */
+export function heartbeatIntervalFor(options: ResolvedLockOptions, leaseMs: number): number {
+  return options.heartbeatMs !== undefined && options.heartbeatMs < leaseMs ? options.heartbeatMs : Math.max(1, Math.floor(leaseMs / 3));
+}
+
+/** Reports a bad module option as a configuration error (it surfaces at start-up). */
+function asConfigError<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof LockValidationError) throw new LockConfigurationError(error.message);
+    throw error;
+  }
+}

@@ -1,0 +1,614 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LockBusyError, LockConfigurationError, LockLostError, type LockHolder, type LockLostReason } from '../errors/lock.errors';
+import {
+  HEARTBEAT_FAILED,
+  LOCK_BUSY,
+  LOCK_EXPIRED,
+  LOCK_GONE,
+  LOCK_TAKEN,
+  MANAGER_CLOSED,
+  NOT_HELD_FOR_EXTEND,
+  RELEASE_FAILED,
+  RELEASE_NOT_HELD,
+  TRANSIENT_RETRY,
+} from '../errors/lock.messages';
+import type { AcquireOptions } from '../interfaces/acquire-options.interface';
+import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
+import type { LockInfo } from '../interfaces/lock-info.interface';
+import type { LockRecord } from '../store/lock-record';
+import { type AcquireCondition, LockStore } from '../store/lock.store';
+import { ensureLockTable } from '../store/lock-table';
+import { isTransientError } from '../store/transient-error';
+import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
+import { type Duration, parseDuration } from '../utils/duration';
+import { serializeData, toStoredKey } from '../utils/lock-key.validation';
+import { randomToken } from '../utils/random-token';
+import { HeartbeatScheduler, type ScheduledLease } from './heartbeat.scheduler';
+import { Lock, type LockHost } from './lock';
+import { LockContext } from './lock.context';
+import { heartbeatIntervalFor, resolveLockOptions, resolveWait, type ResolvedLockOptions } from './lock-options.resolver';
+
+/** First and largest pause between polls of a busy lock, in milliseconds. */
+const POLL_MIN_MS = 20;
+const POLL_MAX_MS = 500;
+/** Backoff after a transient DynamoDB error, in milliseconds. */
+const RETRY_MIN_MS = 50;
+const RETRY_MAX_MS = 2_000;
+
+/** A lock this manager holds. Times are on the local monotonic clock. */
+interface HeldLease extends ScheduledLease {
+  storedKey: string;
+  token: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  state: 'held' | 'released' | 'lost';
+  lock: Lock;
+  controller: AbortController;
+  /** Serialises this lease's writes, so a heartbeat never lands after (and undoes) an extend. */
+  writes: Promise<unknown>;
+  lastError?: unknown;
+}
+
+/** A caller waiting for a key. */
+interface Waiter {
+  key: string;
+  storedKey: string;
+  /** The owner token this caller writes with on every attempt, so a lost response is recognised. */
+  token: string;
+  leaseMs: number;
+  data: string | undefined;
+  startedAt: number;
+  deadline: number;
+  /** Aborts on the caller's signal, at the deadline, or at shutdown. */
+  cancel: AbortController;
+  /** Last holder seen, for the busy error. */
+  holder?: LockHolder;
+  settled: boolean;
+  resolve(lock: Lock): void;
+  reject(error: unknown): void;
+}
+
+/** The state of one key in this manager: its local holder and the local FIFO queue of waiters. */
+interface KeySlot {
+  storedKey: string;
+  holder?: HeldLease;
+  waiters: Waiter[];
+  /** A waiter is talking to DynamoDB for this key. */
+  polling: boolean;
+}
+
+/**
+ * The lock engine, independent of Nest: acquisition and waiting, heartbeats, release, and
+ * the per-context view. `LockService` is this class as a Nest provider; the CLI uses it directly.
+ *
+ * Callers in one process that want one key form a FIFO queue: only the head talks to DynamoDB,
+ * and a release hands the lock straight to the next local caller in one conditional write.
+ */
+export class LockManager implements LockHost {
+  /** The options in force, defaults applied. */
+  readonly options: ResolvedLockOptions;
+  /** The DynamoDB client in use. */
+  readonly client: DynamoDBClient;
+  private readonly store: LockStore;
+  private readonly ownsClient: boolean;
+  private readonly context = new LockContext();
+  private readonly slots = new Map<string, KeySlot>();
+  private readonly leases = new Map<Lock, HeldLease>();
+  private readonly scheduler = new HeartbeatScheduler<HeldLease>(
+    (lease) => void this.heartbeat(lease),
+    (lease) => this.lose(lease, 'expired', lease.lastError),
+  );
+  /** Acquisitions talking to DynamoDB now; shutdown waits for them. */
+  private readonly attempts = new Set<Promise<void>>();
+  private closed = false;
+
+  /** @throws LockConfigurationError when an option is invalid. */
+  constructor(options: DynamoLockOptions = {}) {
+    this.options = resolveLockOptions(options);
+    this.ownsClient = !options.client;
+    this.client = options.client ?? createClient(options);
+    this.store = new LockStore(this.client, { tableName: this.options.tableName, ttlDays: this.options.ttlDays });
+  }
+
+  /**
+   * Checks that the table exists with the right schema, creating it when `createTable` is set.
+   * @throws LockConfigurationError when the table is missing or has another key schema.
+   */
+  async init(): Promise<void> {
+    if (this.options.verifyTable || this.options.createTable) {
+      await ensureLockTable(this.client, this.options.tableName, { create: this.options.createTable, logger: this.options.logger });
+    }
+  }
+
+  /**
+   * Acquires a lock, waiting up to `options.wait` while another owner holds it.
+   * An uncontended acquisition is one conditional write.
+   * @throws LockBusyError when the lock stays busy for the whole wait (or at once with `wait: false`).
+   * @throws LockValidationError for a bad key, duration or data, before any request.
+   * @throws the signal's reason when `options.signal` aborts.
+   */
+  acquire(key: string, options: AcquireOptions = {}): Promise<Lock> {
+    let waiter: Waiter;
+    try {
+      const storedKey = toStoredKey(key, this.options.keyPrefix);
+      const nested = this.context.get(storedKey);
+      if (nested?.isHeld) return Promise.resolve(nested.nested());
+      waiter = this.newWaiter(key, storedKey, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<Lock>((resolve, reject) => {
+      waiter.resolve = resolve;
+      waiter.reject = reject;
+      this.enqueue(waiter, options.signal);
+    });
+  }
+
+  /**
+   * One attempt: the lock, or `null` when another owner holds it.
+   * @throws LockValidationError for bad input; DynamoDB errors other than a busy lock.
+   */
+  async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
+    try {
+      return await this.acquire(key, { ...options, wait: false });
+    } catch (error) {
+      if (error instanceof LockBusyError) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `fn` while holding the lock, and releases it afterwards, also when `fn` throws.
+   * Inside `fn`, `current()` returns the lock and a nested acquisition of the same key is re-entrant.
+   * A failed release is logged, not thrown: the work is done, and the lease runs out on its own.
+   */
+  async withLock<T>(key: string, fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    const lock = await this.acquire(key, options);
+    try {
+      return await this.runHolding(lock, () => fn(lock));
+    } finally {
+      await this.releaseQuietly(lock);
+    }
+  }
+
+  /**
+   * Runs `fn` with `lock` visible to `current()` and to re-entrant acquisitions.
+   * @internal used by `withLock()` and the `@WithLock` decorator.
+   */
+  runHolding<T>(lock: Lock, fn: () => T): T {
+    return this.context.run(toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
+  }
+
+  /** Releases a lock, logging (not throwing) a failure. @internal */
+  async releaseQuietly(lock: Lock): Promise<void> {
+    try {
+      await lock.release();
+    } catch (error) {
+      this.options.logger.warn?.(RELEASE_FAILED(lock.key, error));
+    }
+  }
+
+  /**
+   * The lock held by the current async context: for `key`, or the innermost one.
+   * Set inside `withLock()` callbacks and `@WithLock` methods.
+   */
+  current(key?: string): Lock | undefined {
+    return this.context.get(key === undefined ? undefined : this.options.keyPrefix + key);
+  }
+
+  /** Who holds a key now (one strongly consistent read), or `null` when it is free. */
+  async inspect(key: string): Promise<LockInfo | null> {
+    const storedKey = toStoredKey(key, this.options.keyPrefix);
+    const record = await this.store.read(storedKey);
+    return record?.token ? this.toInfo(record) : null;
+  }
+
+  /** Every held lock whose key starts with `prefix` (a Scan: for tools and diagnostics). */
+  async list(prefix = ''): Promise<LockInfo[]> {
+    const found: LockInfo[] = [];
+    for await (const record of this.store.scanHeld(this.options.keyPrefix + prefix)) found.push(this.toInfo(record));
+    return found.sort((a, b) => a.key.localeCompare(b.key));
+  }
+
+  /** Number of locks this manager holds now. */
+  get heldCount(): number {
+    return this.leases.size;
+  }
+
+  /**
+   * Stops the manager: rejects waiting callers, releases every held lock, stops the timer,
+   * and destroys the DynamoDB client if the manager created it.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const slot of this.slots.values()) {
+      for (const waiter of slot.waiters) this.settle(waiter, new LockConfigurationError(MANAGER_CLOSED()));
+    }
+    await Promise.allSettled([...this.attempts]);
+    await Promise.allSettled([...this.leases.values()].map((lease) => this.release(lease.lock)));
+    this.scheduler.close();
+    if (this.ownsClient) this.client.destroy();
+  }
+
+  // ---- LockHost: called by Lock handles ----
+
+  /** @internal */
+  checkHeld(lock: Lock): boolean {
+    const lease = this.leases.get(lock);
+    if (!lease || lease.state !== 'held') return false;
+    if (monotonicNow() >= lease.validUntil) {
+      this.lose(lease, 'expired', lease.lastError);
+      return false;
+    }
+    return true;
+  }
+
+  /** @internal */
+  async release(lock: Lock): Promise<boolean> {
+    const lease = this.leases.get(lock);
+    if (!lease || lease.state !== 'held') return false;
+    lease.state = 'released';
+    this.scheduler.delete(lease);
+    this.leases.delete(lock);
+    const slot = this.slots.get(lease.storedKey);
+    if (slot?.holder === lease) slot.holder = undefined;
+    // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
+    const handing = slot !== undefined && !this.closed && this.nextWaiter(slot) !== undefined;
+    if (handing) slot.polling = true;
+    return this.serial(lease, async () => {
+      const next = handing ? this.nextWaiter(slot) : undefined;
+      if (next) return this.handOver(lease, next, slot!);
+      if (handing) slot.polling = false;
+      const done = await this.store.release(lease.storedKey, lease.token, lease.leaseMs);
+      if (!done) this.options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
+      return done;
+    }).finally(() => slot && this.pump(slot));
+  }
+
+  /** @internal */
+  async extend(lock: Lock, leaseDuration?: Duration): Promise<void> {
+    const lease = this.leases.get(lock);
+    const leaseMs = leaseDuration === undefined ? lease?.leaseMs : parseDuration(leaseDuration, 'leaseDuration');
+    if (!lease || !this.checkHeld(lock) || leaseMs === undefined) {
+      throw new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
+    }
+    await this.serial(lease, () => this.renew(lease, leaseMs, true));
+    if (lease.state !== 'held') throw lease.controller.signal.reason;
+  }
+
+  // ---- Waiting ----
+
+  private newWaiter(key: string, storedKey: string, options: AcquireOptions): Waiter {
+    const leaseMs = options.leaseDuration === undefined ? this.options.leaseMs : parseDuration(options.leaseDuration, 'leaseDuration');
+    const waitMs = options.wait === undefined ? this.options.waitMs : resolveWait(options.wait);
+    const data = serializeData(key, options.data);
+    if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
+    options.signal?.throwIfAborted();
+    const startedAt = monotonicNow();
+    return {
+      key,
+      storedKey,
+      token: randomToken(),
+      leaseMs,
+      data,
+      startedAt,
+      deadline: startedAt + waitMs,
+      cancel: new AbortController(),
+      settled: false,
+      resolve: () => undefined,
+      reject: () => undefined,
+    };
+  }
+
+  private enqueue(waiter: Waiter, signal: AbortSignal | undefined): void {
+    const slot = this.slotFor(waiter.storedKey);
+    if (slot.holder && waiter.deadline <= waiter.startedAt) return this.settle(waiter, this.busyError(waiter));
+    slot.waiters.push(waiter);
+    const onAbort = () => this.settle(waiter, signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const timer =
+      Number.isFinite(waiter.deadline) && waiter.deadline > waiter.startedAt
+        ? setTimeout(() => this.settle(waiter, this.busyError(waiter)), waiter.deadline - waiter.startedAt)
+        : undefined;
+    waiter.cancel.signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    });
+    this.pump(slot);
+  }
+
+  /** Settles a waiter once, with a lock or an error, and takes it out of the queue. */
+  private settle(waiter: Waiter, outcome: Lock | unknown): void {
+    if (waiter.settled) return;
+    waiter.settled = true;
+    const slot = this.slots.get(waiter.storedKey);
+    if (slot) slot.waiters = slot.waiters.filter((w) => w !== waiter);
+    if (outcome instanceof Lock) {
+      waiter.cancel.abort();
+      waiter.resolve(outcome);
+    } else {
+      waiter.cancel.abort(outcome);
+      waiter.reject(outcome);
+    }
+  }
+
+  /** Starts the head waiter's acquisition when the key is neither held here nor being polled. */
+  private pump(slot: KeySlot): void {
+    if (slot.holder || slot.polling) return;
+    const waiter = this.nextWaiter(slot);
+    if (!waiter) {
+      if (slot.waiters.length === 0) this.slots.delete(slot.storedKey);
+      return;
+    }
+    slot.polling = true;
+    const attempt = this.acquireRemote(waiter).then(
+      (lease) => {
+        slot.polling = false;
+        slot.holder = lease;
+        if (waiter.settled) void this.release(lease.lock);
+        else this.settle(waiter, lease.lock);
+        this.pump(slot);
+      },
+      (error) => {
+        slot.polling = false;
+        this.settle(waiter, error);
+        this.pump(slot);
+      },
+    );
+    this.attempts.add(attempt);
+    void attempt.finally(() => this.attempts.delete(attempt));
+  }
+
+  /**
+   * Takes the lock from DynamoDB for one waiter: one conditional write when it is free;
+   * otherwise strongly consistent reads, with growing pauses, until it is released or its
+   * record version has stayed the same for a whole lease on this host's monotonic clock.
+   */
+  private async acquireRemote(waiter: Waiter): Promise<HeldLease> {
+    let condition: AcquireCondition = { kind: 'free' };
+    let observed: { rvn: string; leaseMs: number; at: number } | undefined;
+    let poll = POLL_MIN_MS;
+    let retry = RETRY_MIN_MS;
+    let uncertain = false;
+    try {
+      for (;;) {
+        waiter.cancel.signal.throwIfAborted();
+        let current: LockRecord | undefined;
+        const sentAt = monotonicNow();
+        try {
+          const result = await this.store.acquire({ ...this.writeOf(waiter), condition });
+          if (result.acquired) return this.hold(waiter, result.record, sentAt);
+          current = result.current ?? (await this.store.read(waiter.storedKey));
+          retry = RETRY_MIN_MS;
+        } catch (error) {
+          if (!isTransientError(error)) throw error;
+          uncertain = true;
+          if (monotonicNow() >= waiter.deadline) throw error;
+          retry = await this.backoff('Acquisition', waiter, error, retry);
+          continue;
+        }
+        // Wait until the lock is free or its holder has not renewed it for a whole lease.
+        for (;;) {
+          if (!current?.token || current.token === waiter.token) {
+            condition = { kind: 'free' };
+            break;
+          }
+          waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs };
+          const now = monotonicNow();
+          if (!observed || observed.rvn !== current.rvn) {
+            observed = { rvn: current.rvn ?? '', leaseMs: current.leaseMs ?? this.options.leaseMs, at: now };
+          }
+          const expiresIn = observed.at + observed.leaseMs - now;
+          if (expiresIn <= 0) {
+            condition = { kind: 'takeover', rvn: observed.rvn };
+            break;
+          }
+          if (now >= waiter.deadline) throw this.busyError(waiter);
+          await sleep(Math.min(jitter(poll), expiresIn, waiter.deadline - now), waiter.cancel.signal);
+          poll = Math.min(poll * 1.5, POLL_MAX_MS);
+          try {
+            current = await this.store.read(waiter.storedKey);
+          } catch (error) {
+            if (!isTransientError(error)) throw error;
+            retry = await this.backoff('Wait', waiter, error, retry);
+          }
+        }
+      }
+    } catch (error) {
+      // A write whose outcome is unknown may have taken the lock: give it back.
+      if (uncertain) void this.store.release(waiter.storedKey, waiter.token, waiter.leaseMs).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Hands a released lock straight to the next local waiter: one write that swaps the owner token. */
+  private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot): Promise<boolean> {
+    const sentAt = monotonicNow();
+    try {
+      const result = await this.store.acquire({ ...this.writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
+      if (!result.acquired) return false;
+      const lease = this.hold(waiter, result.record, sentAt);
+      slot.holder = lease;
+      if (waiter.settled) void this.release(lease.lock);
+      else this.settle(waiter, lease.lock);
+      return true;
+    } catch (error) {
+      // Unknown outcome: the waiter's own token may hold the item now; its next write recognises it.
+      void this.store.release(from.storedKey, from.token, from.leaseMs).catch(() => undefined);
+      throw error;
+    } finally {
+      slot.polling = false;
+    }
+  }
+
+  private writeOf(waiter: Waiter) {
+    return { key: waiter.storedKey, token: waiter.token, owner: this.options.ownerName, leaseMs: waiter.leaseMs, data: waiter.data };
+  }
+
+  private async backoff(operation: string, waiter: Waiter, error: unknown, delay: number): Promise<number> {
+    const pause = Math.min(jitter(delay), Math.max(0, waiter.deadline - monotonicNow()));
+    this.options.logger.warn?.(TRANSIENT_RETRY(operation, waiter.key, error, pause));
+    await sleep(pause, waiter.cancel.signal);
+    return Math.min(delay * 2, RETRY_MAX_MS);
+  }
+
+  private busyError(waiter: Waiter): LockBusyError {
+    const local = this.slots.get(waiter.storedKey)?.holder;
+    if (!waiter.holder && local) {
+      waiter.holder = { owner: this.options.ownerName, fencingToken: local.lock.fencingToken, leaseDuration: local.leaseMs };
+    }
+    const waited = Math.round(monotonicNow() - waiter.startedAt);
+    return new LockBusyError(
+      LOCK_BUSY(waiter.key, waiter.holder?.owner, waiter.holder?.fencingToken, waited),
+      waiter.key,
+      waiter.holder,
+      waited,
+    );
+  }
+
+  // ---- Holding ----
+
+  private hold(waiter: Waiter, record: LockRecord, sentAt: number): HeldLease {
+    const controller = new AbortController();
+    const lock = new Lock({
+      key: waiter.key,
+      owner: this.options.ownerName,
+      fencingToken: record.fencingToken ?? 0,
+      acquiredAt: new Date(record.acquiredAt ?? Date.now()),
+      controller,
+      host: this,
+    });
+    const heartbeatMs = heartbeatIntervalFor(this.options, waiter.leaseMs);
+    const lease: HeldLease = {
+      storedKey: waiter.storedKey,
+      token: waiter.token,
+      leaseMs: waiter.leaseMs,
+      heartbeatMs,
+      validUntil: sentAt + waiter.leaseMs - safetyMargin(waiter.leaseMs),
+      nextBeatAt: sentAt + heartbeatMs,
+      busy: false,
+      state: 'held',
+      lock,
+      controller,
+      writes: Promise.resolve(),
+    };
+    this.leases.set(lock, lease);
+    this.scheduler.add(lease);
+    return lease;
+  }
+
+  /** Runs a write of `lease` after its earlier writes, marking it busy for the scheduler. */
+  private serial<T>(lease: HeldLease, write: () => Promise<T>): Promise<T> {
+    const run = lease.writes.then(async () => {
+      lease.busy = true;
+      try {
+        return await write();
+      } finally {
+        lease.busy = false;
+        this.scheduler.touch(lease);
+      }
+    });
+    lease.writes = run.catch(() => undefined);
+    return run;
+  }
+
+  private async heartbeat(lease: HeldLease): Promise<void> {
+    if (lease.busy || lease.state !== 'held') return;
+    await this.serial(lease, () => this.renew(lease, lease.leaseMs, false)).catch(() => undefined);
+  }
+
+  /**
+   * One heartbeat write. Validity counts from when the write was sent, not answered.
+   * A transient failure is retried until the lease runs out; `extend` rethrows it.
+   */
+  private async renew(lease: HeldLease, leaseMs: number, rethrow: boolean): Promise<void> {
+    if (lease.state !== 'held') return;
+    const sentAt = monotonicNow();
+    try {
+      const result = await this.store.heartbeat(lease.storedKey, lease.token, leaseMs);
+      if (lease.state !== 'held') return;
+      if (!result.ok) {
+        this.lose(lease, result.current?.token ? 'taken' : 'gone', undefined, result.current?.owner);
+        return;
+      }
+      lease.leaseMs = leaseMs;
+      lease.heartbeatMs = heartbeatIntervalFor(this.options, leaseMs);
+      lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
+      lease.nextBeatAt = sentAt + lease.heartbeatMs;
+      lease.lastError = undefined;
+      if (monotonicNow() >= lease.validUntil) this.lose(lease, 'expired');
+    } catch (error) {
+      if (lease.state !== 'held') return;
+      lease.lastError = error;
+      const left = Math.round(lease.validUntil - monotonicNow());
+      this.options.logger.warn?.(HEARTBEAT_FAILED(lease.lock.key, error, left));
+      lease.nextBeatAt = monotonicNow() + Math.min(jitter(Math.max(RETRY_MIN_MS, lease.heartbeatMs / 4)), Math.max(0, left / 2));
+      if (rethrow) throw error;
+    }
+  }
+
+  /** Marks a lease lost and aborts its signal with a {@link LockLostError}. */
+  private lose(lease: HeldLease, reason: LockLostReason, cause?: unknown, newHolder?: string): void {
+    if (lease.state !== 'held') return;
+    lease.state = 'lost';
+    this.scheduler.delete(lease);
+    this.leases.delete(lease.lock);
+    const slot = this.slots.get(lease.storedKey);
+    const key = lease.lock.key;
+    const message =
+      reason === 'expired'
+        ? LOCK_EXPIRED(key, Math.round(monotonicNow() - lease.validUntil), cause)
+        : reason === 'taken'
+          ? LOCK_TAKEN(key, newHolder)
+          : LOCK_GONE(key);
+    const error = new LockLostError(message, key, reason, cause === undefined ? undefined : { cause });
+    this.options.logger.warn?.(message);
+    lease.controller.abort(error);
+    if (slot?.holder === lease) {
+      slot.holder = undefined;
+      this.pump(slot);
+    }
+  }
+
+  // ---- Helpers ----
+
+  private slotFor(storedKey: string): KeySlot {
+    let slot = this.slots.get(storedKey);
+    if (!slot) {
+      slot = { storedKey, waiters: [], polling: false };
+      this.slots.set(storedKey, slot);
+    }
+    return slot;
+  }
+
+  private nextWaiter(slot: KeySlot): Waiter | undefined {
+    return slot.waiters.find((w) => !w.settled);
+  }
+
+  private toInfo(record: LockRecord): LockInfo {
+    return {
+      key: record.key.slice(this.options.keyPrefix.length),
+      owner: record.owner ?? '',
+      fencingToken: record.fencingToken ?? 0,
+      acquiredAt: new Date(record.acquiredAt ?? 0),
+      updatedAt: new Date(record.updatedAt ?? record.acquiredAt ?? 0),
+      leaseDuration: record.leaseMs ?? 0,
+      data: record.data === undefined ? undefined : JSON.parse(record.data),
+    };
+  }
+}
+
+/**
+ * How much earlier than the lease a holder stops trusting its lock: covers clock-rate
+ * differences between hosts and the time between a check and the protected action.
+ */
+function safetyMargin(leaseMs: number): number {
+  return Math.min(1_000, Math.ceil(leaseMs * 0.1));
+}
+
+function createClient(options: DynamoLockOptions): DynamoDBClient {
+  const config = { ...options.clientConfig };
+  if (config.endpoint === undefined && process.env.DYNAMODB_ENDPOINT) config.endpoint = process.env.DYNAMODB_ENDPOINT;
+  return new DynamoDBClient(config);
+}

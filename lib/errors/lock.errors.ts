@@ -1,0 +1,66 @@
+/** Base class of every error this library throws on purpose. */
+export class DynamoLockError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Who held a lock when an attempt to take it failed. */
+export interface LockHolder {
+  /** Owner name of the holder (host name and pid unless configured). */
+  owner?: string;
+  /** The holder's fencing token. */
+  fencingToken?: number;
+  /** The holder's lease duration in milliseconds, as stored. */
+  leaseDuration?: number;
+}
+
+/**
+ * Thrown by `acquire()` when the lock could not be taken within `wait`
+ * (or at the single attempt when `wait: false`). Maps to HTTP 409 in `LockInterceptor`.
+ */
+export class LockBusyError extends DynamoLockError {
+  constructor(
+    message: string,
+    /** The key as passed to `acquire()`. */
+    readonly key: string,
+    /** The current holder, when DynamoDB told us. */
+    readonly holder: LockHolder | undefined,
+    /** How long this caller waited, in milliseconds. */
+    readonly waitedMs: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Why a held lock was lost. */
+export type LockLostReason =
+  /** Another owner took the lock over after this holder's lease ran out. */
+  | 'taken'
+  /** The lock record was released or deleted by someone else. */
+  | 'gone'
+  /** The lease ran out on the local clock without a successful heartbeat (pause, or DynamoDB unreachable). */
+  | 'expired';
+
+/**
+ * The reason of a `Lock.signal` that aborted because the lock was lost, and the error
+ * `extend()` throws on a lock that is no longer held. `reason` tells a stolen lock
+ * (`taken`, `gone`) apart from a DynamoDB outage or a paused process (`expired`, with `cause`).
+ */
+export class LockLostError extends DynamoLockError {
+  constructor(
+    message: string,
+    readonly key: string,
+    readonly reason: LockLostReason,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Thrown before any request is sent when an argument is invalid: key, duration, data, template. */
+export class LockValidationError extends DynamoLockError {}
+
+/** Thrown at start-up when the module options or the lock table are wrong. */
+export class LockConfigurationError extends DynamoLockError {}

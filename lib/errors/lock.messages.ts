@@ -1,0 +1,98 @@
+/**
+ * Every message a user of the library can see, in one place.
+ * Errors and log lines call these functions; nothing else builds user-facing text.
+ */
+
+const DURATION_FORMS = `milliseconds as a number (30000) or a string such as '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d'`;
+
+export const INVALID_DURATION = (name: string, value: unknown, reason?: string) =>
+  `${name} must be a positive duration; got ${describe(value)}${reason ? ` (${reason})` : ''}. Accepted forms: ${DURATION_FORMS}.`;
+
+export const EMPTY_KEY = () => `Lock key must be a non-empty string.`;
+
+export const KEY_NOT_STRING = (value: unknown) =>
+  `Lock key must be a string; got ${describe(value)}.`;
+
+export const KEY_TOO_LONG = (key: string, bytes: number, max: number) =>
+  `Lock key "${truncate(key)}" is ${bytes} bytes in UTF-8 (key prefix included); DynamoDB allows at most ${max} bytes in a partition key. Use a shorter key, for example a hash of the long value.`;
+
+export const DATA_NOT_SERIALIZABLE = (key: string, reason: string) =>
+  `Lock data for "${truncate(key)}" must be JSON-serialisable: ${reason}.`;
+
+export const DATA_TOO_LARGE = (key: string, bytes: number, max: number) =>
+  `Lock data for "${truncate(key)}" is ${bytes} bytes as JSON; at most ${max} bytes fit in a DynamoDB item next to the lock's own attributes. Store a reference (an id or URL) instead of the payload.`;
+
+export const HEARTBEAT_NOT_BELOW_LEASE = (heartbeatMs: number, leaseMs: number) =>
+  `heartbeatInterval (${heartbeatMs} ms) must be shorter than leaseDuration (${leaseMs} ms); a third of the lease is a good choice and is the default.`;
+
+export const INVALID_OPTION = (name: string, expected: string, value: unknown) =>
+  `DynamoLockModule option "${name}" must be ${expected}; got ${describe(value)}.`;
+
+export const INVALID_WAIT = (value: unknown) =>
+  `wait must be a duration, true (wait without limit) or false (a single attempt); got ${describe(value)}. Accepted durations: ${DURATION_FORMS}.`;
+
+export const TABLE_MISSING = (tableName: string) =>
+  `DynamoDB table "${tableName}" for locks does not exist. Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}\`, or with: aws dynamodb create-table --table-name ${tableName} --attribute-definitions AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH --billing-mode PAY_PER_REQUEST`;
+
+export const TABLE_WRONG_SCHEMA = (tableName: string, actual: string) =>
+  `DynamoDB table "${tableName}" has the wrong key schema for locks: ${actual}. Expected exactly one partition key named "key" of type String (S) and no sort key. Point tableName at another table, or let the library create one with \`createTable: true\`.`;
+
+export const TABLE_NOT_ACTIVE = (tableName: string, status: string, waitedMs: number) =>
+  `DynamoDB table "${tableName}" is still ${status} after ${waitedMs} ms.`;
+
+export const LOCK_BUSY = (key: string, holder: string | undefined, fencingToken: number | undefined, waitedMs: number) =>
+  `Lock "${key}" is held by ${holder ? `"${holder}"` : 'another owner'}${fencingToken !== undefined ? ` (fencing token ${fencingToken})` : ''}; gave up after ${waitedMs === 0 ? 'one attempt' : `waiting ${waitedMs} ms`}.`;
+
+export const LOCK_TAKEN = (key: string, holder: string | undefined) =>
+  `Lock "${key}" was lost: it is now held by ${holder ? `"${holder}"` : 'another owner'}, who took it over after this holder's lease ran out without a heartbeat.`;
+
+export const LOCK_GONE = (key: string) =>
+  `Lock "${key}" was lost: its record was released or deleted by someone else.`;
+
+export const LOCK_EXPIRED = (key: string, overdueMs: number, cause?: unknown) =>
+  `Lock "${key}" was lost: its lease ran out ${overdueMs} ms ago on the local clock without a successful heartbeat${
+    cause ? ` (last heartbeat failed: ${errorText(cause)}; DynamoDB may be unreachable)` : ' (the process was paused or its event loop blocked for longer than the lease)'
+  }. Another owner may hold it now; stop work protected by it.`;
+
+export const NOT_HELD_FOR_EXTEND = (key: string) =>
+  `Cannot extend lock "${key}": this handle no longer holds it.`;
+
+export const RELEASE_NOT_HELD = (key: string) =>
+  `Release of lock "${key}" did nothing: this handle no longer held it (it expired or was taken over).`;
+
+export const RELEASE_FAILED = (key: string, error: unknown) =>
+  `Release of lock "${key}" failed (${errorText(error)}); it will expire after its lease.`;
+
+export const HEARTBEAT_FAILED = (key: string, error: unknown, remainingMs: number) =>
+  `Heartbeat for lock "${key}" failed (${errorText(error)}); retrying, ${remainingMs} ms of lease left.`;
+
+export const TRANSIENT_RETRY = (operation: string, key: string, error: unknown, delayMs: number) =>
+  `${operation} of lock "${key}" hit a transient DynamoDB error (${errorText(error)}); retrying in ${delayMs} ms.`;
+
+export const TTL_UNSUPPORTED = (tableName: string, error: unknown) =>
+  `Could not enable TTL on table "${tableName}" (${errorText(error)}); released lock items will not be cleaned up automatically on this server.`;
+
+export const TABLE_CREATED = (tableName: string) => `Created DynamoDB lock table "${tableName}" (on-demand, TTL on attribute "ttl").`;
+
+export const MANAGER_CLOSED = () => `The lock service has been shut down; no new locks can be acquired.`;
+
+/** Renders a value for an error message without risking a throw. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return `"${truncate(value)}"`;
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value === null || value === undefined || typeof value !== 'object') return String(value);
+  try {
+    return truncate(JSON.stringify(value));
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+function truncate(text: string, max = 120): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return describe(error);
+}

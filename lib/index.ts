@@ -1,0 +1,25 @@
+export { DynamoLockModule } from './dynamo-lock.module';
+export {
+  DYNAMO_LOCK_OPTIONS,
+  DYNAMO_LOCK_OPTIONS_TYPE,
+  DYNAMO_LOCK_ASYNC_OPTIONS_TYPE,
+  type DynamoLockModuleExtras,
+} from './dynamo-lock.module-definition';
+export { LockService } from './lock.service';
+export { LockManager } from './core/lock.manager';
+export { Lock } from './core/lock';
+export { DEFAULTS } from './core/lock-options.resolver';
+export type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
+export type { AcquireOptions } from './interfaces/acquire-options.interface';
+export type { LockInfo } from './interfaces/lock-info.interface';
+export {
+  DynamoLockError,
+  LockBusyError,
+  LockLostError,
+  LockValidationError,
+  LockConfigurationError,
+  type LockHolder,
+  type LockLostReason,
+} from './errors/lock.errors';
+export { type Duration, parseDuration } from './utils/duration';
+export { createLockTable, ensureLockTable } from './store/lock-table';

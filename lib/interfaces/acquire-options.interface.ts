@@ -1,0 +1,16 @@
+import type { Duration } from '../utils/duration';
+
+/** Options of `acquire()`, `tryAcquire()` and `withLock()`. */
+export interface AcquireOptions {
+  /**
+   * How long to wait for a busy lock: a duration, `true` without limit, or `false` for a
+   * single attempt. Default: the module's `wait` (two leases unless configured).
+   */
+  wait?: Duration | boolean;
+  /** Cancels the wait; `acquire()` then rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Lease of this lock; default the module's `leaseDuration`. */
+  leaseDuration?: Duration;
+  /** JSON-serialisable payload stored with the lock and shown by `inspect()`. */
+  data?: unknown;
+}

@@ -1,0 +1,31 @@
+import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import type { LoggerService } from '@nestjs/common';
+import type { Duration } from '../utils/duration';
+
+/** Options of `DynamoLockModule.forRoot()` and of a standalone `LockManager`. */
+export interface DynamoLockOptions {
+  /** Lock table name. Default: env `DYNAMO_LOCK_TABLE`, else `'nestjs-dynamo-lock'`. */
+  tableName?: string;
+  /** How long a lock stays valid without a heartbeat. Default `'30s'`. */
+  leaseDuration?: Duration;
+  /** How often a held lock is renewed. Must be shorter than the lease. Default: a third of the lease. */
+  heartbeatInterval?: Duration;
+  /** Default for `acquire({ wait })`: `true` waits without limit, `false` tries once. Default: two leases. */
+  wait?: Duration | boolean;
+  /** Days after its last write before DynamoDB TTL may delete an idle lock item; `0` disables. Default 2. */
+  ttlDays?: number;
+  /** The DynamoDB client to use. The library never destroys a client it was given. */
+  client?: DynamoDBClient;
+  /** Configuration for a client the library creates (and destroys on shutdown). Env `DYNAMODB_ENDPOINT` sets its endpoint when none is given. */
+  clientConfig?: DynamoDBClientConfig;
+  /** Create the table (on-demand, TTL on) at start-up when it is missing. Default `false`. */
+  createTable?: boolean;
+  /** Check at start-up that the table exists with the right schema (one DescribeTable). Default `true`. */
+  verifyTable?: boolean;
+  /** Human-readable owner name stored with each lock. Default `<host name>:<pid>`. */
+  ownerName?: string;
+  /** Prefix added to every key, to share one table between apps. Default `''`. */
+  keyPrefix?: string;
+  /** Logger; default a Nest `Logger` with context `DynamoLock`. */
+  logger?: LoggerService;
+}

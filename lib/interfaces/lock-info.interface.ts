@@ -1,0 +1,17 @@
+/** What `inspect()` tells about a held lock. */
+export interface LockInfo {
+  /** The key as given to `acquire()` (without the key prefix). */
+  key: string;
+  /** Owner name of the holder. */
+  owner: string;
+  /** The holder's fencing token. */
+  fencingToken: number;
+  /** When the holder acquired it, by the holder's wall clock. */
+  acquiredAt: Date;
+  /** When the holder last wrote it (acquire or heartbeat), by the holder's wall clock. */
+  updatedAt: Date;
+  /** The holder's lease duration in milliseconds. */
+  leaseDuration: number;
+  /** The data stored with the lock, parsed from JSON. */
+  data?: unknown;
+}

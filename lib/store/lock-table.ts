@@ -1,0 +1,104 @@
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  type DynamoDBClient,
+  ResourceInUseException,
+  ResourceNotFoundException,
+  type TableDescription,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import type { LoggerService } from '@nestjs/common';
+import { LockConfigurationError } from '../errors/lock.errors';
+import { TABLE_CREATED, TABLE_MISSING, TABLE_NOT_ACTIVE, TABLE_WRONG_SCHEMA, TTL_UNSUPPORTED } from '../errors/lock.messages';
+import { sleep } from '../utils/abortable-sleep';
+import { ATTR } from './lock-record';
+
+/** How long start-up waits for a table that is being created. */
+const ACTIVE_TIMEOUT_MS = 120_000;
+
+/** Options of {@link ensureLockTable}. */
+export interface EnsureTableOptions {
+  /** Create the table (on-demand, TTL enabled) when it does not exist. */
+  create: boolean;
+  logger?: Pick<LoggerService, 'log' | 'warn'>;
+}
+
+/**
+ * Makes sure the lock table exists, is ACTIVE and has the expected key schema
+ * (one String partition key named `key`), creating it when asked.
+ * @throws LockConfigurationError when the table is missing (and `create` is off) or has another schema.
+ */
+export async function ensureLockTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
+  let table = await describe(client, tableName);
+  if (!table) {
+    if (!options.create) throw new LockConfigurationError(TABLE_MISSING(tableName));
+    table = await createLockTable(client, tableName, options.logger);
+  }
+  assertSchema(tableName, table);
+  if (table.TableStatus !== 'ACTIVE') await waitUntilActive(client, tableName);
+}
+
+/**
+ * Creates the lock table (PAY_PER_REQUEST, partition key `key`) and enables TTL on `ttl`.
+ * A concurrent creation by another instance counts as success.
+ */
+export async function createLockTable(
+  client: DynamoDBClient,
+  tableName: string,
+  logger?: Pick<LoggerService, 'log' | 'warn'>,
+): Promise<TableDescription> {
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: [{ AttributeName: ATTR.key, AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: ATTR.key, KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    logger?.log(TABLE_CREATED(tableName));
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
+  const table = await waitUntilActive(client, tableName);
+  try {
+    await client.send(
+      new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: ATTR.ttl, Enabled: true } }),
+    );
+  } catch (error) {
+    // dynalite has no TTL API; a table whose TTL was enabled by a concurrent creator answers with a validation error.
+    logger?.warn(TTL_UNSUPPORTED(tableName, error));
+  }
+  return table;
+}
+
+/** Describes the lock table, or `undefined` when it does not exist. */
+async function describe(client: DynamoDBClient, tableName: string): Promise<TableDescription | undefined> {
+  try {
+    return (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+  } catch (error) {
+    if (error instanceof ResourceNotFoundException) return undefined;
+    throw error;
+  }
+}
+
+function assertSchema(tableName: string, table: TableDescription): void {
+  const keys = table.KeySchema ?? [];
+  const types = new Map((table.AttributeDefinitions ?? []).map((d) => [d.AttributeName, d.AttributeType]));
+  const ok = keys.length === 1 && keys[0].AttributeName === ATTR.key && keys[0].KeyType === 'HASH' && types.get(ATTR.key) === 'S';
+  if (!ok) {
+    const actual = keys.map((k) => `${k.KeyType} "${k.AttributeName}" (${types.get(k.AttributeName) ?? '?'})`).join(', ') || 'none';
+    throw new LockConfigurationError(TABLE_WRONG_SCHEMA(tableName, actual));
+  }
+}
+
+async function waitUntilActive(client: DynamoDBClient, tableName: string): Promise<TableDescription> {
+  const started = Date.now();
+  for (let delay = 50; ; delay = Math.min(delay * 2, 2000)) {
+    const table = await describe(client, tableName);
+    if (table?.TableStatus === 'ACTIVE') return table;
+    const waited = Date.now() - started;
+    if (waited > ACTIVE_TIMEOUT_MS) throw new LockConfigurationError(TABLE_NOT_ACTIVE(tableName, table?.TableStatus ?? 'missing', waited));
+    await sleep(delay);
+  }
+}

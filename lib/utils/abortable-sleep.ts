@@ -1,0 +1,27 @@
+/**
+ * Resolves after `ms`, or rejects with the signal's reason as soon as it aborts.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** `ms` scaled by a random factor in [1 - spread, 1 + spread], so waiters do not move in lock-step. */
+export function jitter(ms: number, spread = 0.25): number {
+  return Math.round(ms * (1 - spread + Math.random() * 2 * spread));
+}
+
+/** The local monotonic clock in milliseconds. Never compared across hosts. */
+export function monotonicNow(): number {
+  return performance.now();
+}

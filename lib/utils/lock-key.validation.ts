@@ -1,0 +1,43 @@
+import { LockValidationError } from '../errors/lock.errors';
+import { DATA_NOT_SERIALIZABLE, DATA_TOO_LARGE, EMPTY_KEY, KEY_NOT_STRING, KEY_TOO_LONG } from '../errors/lock.messages';
+
+/** DynamoDB's limit on a partition key value, counted in UTF-8 bytes. */
+export const MAX_KEY_BYTES = 2048;
+
+/**
+ * Room for the JSON payload in a 400 KB item, after the key and the lock's own
+ * attributes (owner, tokens, counters), which stay well under 4 KB.
+ */
+export const MAX_DATA_BYTES = 400 * 1024 - 4096;
+
+/**
+ * Checks a user key and returns the stored key (`keyPrefix + key`).
+ * @throws LockValidationError for a non-string, empty or over-long key.
+ */
+export function toStoredKey(key: unknown, keyPrefix: string): string {
+  if (typeof key !== 'string') throw new LockValidationError(KEY_NOT_STRING(key));
+  if (key.length === 0) throw new LockValidationError(EMPTY_KEY());
+  const stored = keyPrefix + key;
+  const bytes = Buffer.byteLength(stored, 'utf8');
+  if (bytes > MAX_KEY_BYTES) throw new LockValidationError(KEY_TOO_LONG(stored, bytes, MAX_KEY_BYTES));
+  return stored;
+}
+
+/**
+ * Serialises lock data to JSON, checking it fits in an item.
+ * @returns the JSON text, or `undefined` when there is no data.
+ * @throws LockValidationError when the value cannot be serialised or is too large.
+ */
+export function serializeData(key: string, data: unknown, maxBytes = MAX_DATA_BYTES): string | undefined {
+  if (data === undefined) return undefined;
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(data);
+  } catch (error) {
+    throw new LockValidationError(DATA_NOT_SERIALIZABLE(key, error instanceof Error ? error.message : String(error)));
+  }
+  if (json === undefined) throw new LockValidationError(DATA_NOT_SERIALIZABLE(key, `${typeof data} has no JSON form`));
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > maxBytes) throw new LockValidationError(DATA_TOO_LARGE(key, bytes, maxBytes));
+  return json;
+}
