@@ -40,6 +40,7 @@ interface HeldLease extends ScheduledLease {
   storedKey: string;
   token: string;
   leaseMs: number;
+  /** Interval between heartbeats; `Infinity` when the holder renews by hand. */
   heartbeatMs: number;
   state: 'held' | 'released' | 'lost';
   lock: Lock;
@@ -57,6 +58,7 @@ interface Waiter {
   token: string;
   leaseMs: number;
   data: string | undefined;
+  heartbeat: boolean;
   startedAt: number;
   deadline: number;
   /** Aborts on the caller's signal, at the deadline, or at shutdown. */
@@ -196,6 +198,27 @@ export class LockManager implements LockHost {
     return this.context.get(key === undefined ? undefined : this.options.keyPrefix + key);
   }
 
+  /**
+   * Renews a lease known only by its key and `leaseId` (for example one acquired by another
+   * process with `heartbeat: false`): one conditional write.
+   * @throws LockLostError when that lease no longer holds the lock.
+   */
+  async renewLease(key: string, leaseId: string, leaseDuration: Duration = this.options.leaseMs): Promise<void> {
+    const storedKey = toStoredKey(key, this.options.keyPrefix);
+    const leaseMs = parseDuration(leaseDuration, 'leaseDuration');
+    const result = await this.store.heartbeat(storedKey, leaseId, leaseMs);
+    if (!result.ok) throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, result.current?.token ? 'taken' : 'gone');
+  }
+
+  /**
+   * Releases a lease known only by its key and `leaseId`: one conditional write.
+   * @returns `false` when that lease no longer held the lock (nothing changed).
+   */
+  async releaseLease(key: string, leaseId: string): Promise<boolean> {
+    const storedKey = toStoredKey(key, this.options.keyPrefix);
+    return this.store.release(storedKey, leaseId, this.options.leaseMs);
+  }
+
   /** Who holds a key now (one strongly consistent read), or `null` when it is free. */
   async inspect(key: string): Promise<LockInfo | null> {
     const storedKey = toStoredKey(key, this.options.keyPrefix);
@@ -292,6 +315,7 @@ export class LockManager implements LockHost {
       token: randomToken(),
       leaseMs,
       data,
+      heartbeat: options.heartbeat ?? true,
       startedAt,
       deadline: startedAt + waitMs,
       cancel: new AbortController(),
@@ -476,10 +500,11 @@ export class LockManager implements LockHost {
       owner: this.options.ownerName,
       fencingToken: record.fencingToken ?? 0,
       acquiredAt: new Date(record.acquiredAt ?? Date.now()),
+      leaseId: waiter.token,
       controller,
       host: this,
     });
-    const heartbeatMs = heartbeatIntervalFor(this.options, waiter.leaseMs);
+    const heartbeatMs = waiter.heartbeat ? heartbeatIntervalFor(this.options, waiter.leaseMs) : Number.POSITIVE_INFINITY;
     const lease: HeldLease = {
       storedKey: waiter.storedKey,
       token: waiter.token,
@@ -533,7 +558,7 @@ export class LockManager implements LockHost {
         return;
       }
       lease.leaseMs = leaseMs;
-      lease.heartbeatMs = heartbeatIntervalFor(this.options, leaseMs);
+      if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(this.options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
       lease.nextBeatAt = sentAt + lease.heartbeatMs;
       lease.lastError = undefined;
@@ -543,7 +568,9 @@ export class LockManager implements LockHost {
       lease.lastError = error;
       const left = Math.round(lease.validUntil - monotonicNow());
       this.options.logger.warn?.(HEARTBEAT_FAILED(lease.lock.key, error, left));
-      lease.nextBeatAt = monotonicNow() + Math.min(jitter(Math.max(RETRY_MIN_MS, lease.heartbeatMs / 4)), Math.max(0, left / 2));
+      if (Number.isFinite(lease.heartbeatMs)) {
+        lease.nextBeatAt = monotonicNow() + Math.min(jitter(Math.max(RETRY_MIN_MS, lease.heartbeatMs / 4)), Math.max(0, left / 2));
+      }
       if (rethrow) throw error;
     }
   }

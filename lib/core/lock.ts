@@ -14,6 +14,7 @@ export interface LockFields {
   owner: string;
   fencingToken: number;
   acquiredAt: Date;
+  leaseId: string;
   controller: AbortController;
   host: LockHost;
   /** For a nested acquisition of a key the async context already holds: the outer lock. */
@@ -42,6 +43,11 @@ export class Lock implements AsyncDisposable {
   readonly fencingToken: number;
   /** When this holder acquired the lock (local wall clock). */
   readonly acquiredAt: Date;
+  /**
+   * The secret owner token of this holder. With it, `renewLease()` and `releaseLease()` act on
+   * the lock from another process (the CLI prints it). Treat it like a password.
+   */
+  readonly leaseId: string;
   readonly #controller: AbortController;
   readonly #host: LockHost;
   readonly #outer: Lock | undefined;
@@ -52,6 +58,7 @@ export class Lock implements AsyncDisposable {
     this.owner = fields.owner;
     this.fencingToken = fields.fencingToken;
     this.acquiredAt = fields.acquiredAt;
+    this.leaseId = fields.leaseId;
     this.#controller = fields.controller;
     this.#host = fields.host;
     this.#outer = fields.outer;
@@ -111,6 +118,7 @@ export class Lock implements AsyncDisposable {
       owner: this.owner,
       fencingToken: this.fencingToken,
       acquiredAt: this.acquiredAt,
+      leaseId: this.leaseId,
       controller: this.#controller,
       host: this.#host,
     };

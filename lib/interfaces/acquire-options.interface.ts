@@ -13,4 +13,9 @@ export interface AcquireOptions {
   leaseDuration?: Duration;
   /** JSON-serialisable payload stored with the lock and shown by `inspect()`. */
   data?: unknown;
+  /**
+   * Renew the lease in the background while the lock is held (default `true`). With `false`
+   * no timer renews it (AWS Lambda, CLI): call `extend()` yourself before the lease runs out.
+   */
+  heartbeat?: boolean;
 }
