@@ -1,9 +1,12 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { WithLockExplorer } from './decorators/with-lock.explorer';
 import { ConfigurableDynamoLockModule } from './dynamo-lock.module-definition';
 import { LockService } from './lock.service';
 
 /**
- * Registers {@link LockService}. Global unless `isGlobal: false`.
+ * Registers {@link LockService} (and the start-up check of `@WithLock` classes). Global unless
+ * `isGlobal: false`.
  *
  * @example
  * ```ts
@@ -18,7 +21,8 @@ import { LockService } from './lock.service';
  * ```
  */
 @Module({
-  providers: [LockService],
+  imports: [DiscoveryModule],
+  providers: [LockService, WithLockExplorer],
   exports: [LockService],
 })
 export class DynamoLockModule extends ConfigurableDynamoLockModule {}

@@ -6,6 +6,10 @@ export {
   type DynamoLockModuleExtras,
 } from './dynamo-lock.module-definition';
 export { LockService } from './lock.service';
+export { WithLock } from './decorators/with-lock.decorator';
+export { LockKeyTemplate } from './decorators/lock-key.template';
+export { LockInterceptor, type LockConflictBody } from './interceptors/lock.interceptor';
+export type { WithLockOptions } from './interfaces/with-lock-options.interface';
 export { LockManager } from './core/lock.manager';
 export { Lock } from './core/lock';
 export { DEFAULTS } from './core/lock-options.resolver';

@@ -96,3 +96,38 @@ function errorText(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return describe(error);
 }
+
+// ---- @WithLock templates and wiring ----
+
+const TEMPLATE_HELP = `Placeholders are <N> for the N-th argument (from 0) or <N.property.path>, e.g. 'invoice-<0>' or 'order-<1.customer.id>'.`;
+
+export const TEMPLATE_EMPTY = (where: string) => `@WithLock on ${where}: the key template must be a non-empty string. ${TEMPLATE_HELP}`;
+
+export const TEMPLATE_MALFORMED = (where: string, template: string, reason: string) =>
+  `@WithLock('${template}') on ${where}: malformed template: ${reason}. ${TEMPLATE_HELP}`;
+
+export const TEMPLATE_ARGUMENT_MISSING = (where: string, template: string, placeholder: string, count: number) =>
+  `@WithLock('${template}') on ${where}: ${placeholder} names an argument the method does not have (it declares ${count} parameter${count === 1 ? '' : 's'}, so <0>${count > 1 ? ` to <${count - 1}>` : ''} ${count === 0 ? 'cannot be used' : 'are available'}).`;
+
+export const TEMPLATE_ADJACENT_PLACEHOLDERS = (where: string, template: string) =>
+  `@WithLock('${template}') on ${where}: placeholders must be separated by fixed text (for example '<0>:<1>'), or keys of different arguments could collide.`;
+
+export const TEMPLATE_PERCENT_SEPARATOR = (where: string, template: string) =>
+  `@WithLock('${template}') on ${where}: '%' cannot be used between placeholders; it marks escaped characters in keys. Use another separator such as ':' or '/'.`;
+
+export const TEMPLATE_VALUE_MISSING = (where: string, template: string, placeholder: string, value: unknown) =>
+  `@WithLock('${template}') on ${where}: ${placeholder} is ${value === null ? 'null' : 'undefined'} in this call, so no lock key can be built. Pass a value, or point the placeholder at a property that is always set.`;
+
+export const TEMPLATE_VALUE_OBJECT = (where: string, template: string, placeholder: string) =>
+  `@WithLock('${template}') on ${where}: ${placeholder} is an object; name one of its properties, e.g. ${placeholder.replace('>', '.id>')}.`;
+
+export const TEMPLATE_VALUE_EMPTY = (where: string, template: string, placeholder: string) =>
+  `@WithLock('${template}') on ${where}: ${placeholder} is an empty string in this call, so the key would not identify anything.`;
+
+export const STATIC_METHOD = (where: string) => `@WithLock on ${where}: static methods are not supported; decorate an instance method of a provider or controller.`;
+
+export const LOCK_SERVICE_MISSING = (className: string, method?: string) =>
+  `${className}${method ? `.${method}` : ''} uses @WithLock, but no LockService is available to it. Import DynamoLockModule.forRoot() (or forRootAsync()) in your root module (it is global unless isGlobal: false; then import it in ${className}'s module), and let Nest create ${className} (do not construct it with new).`;
+
+export const SKIPPED_BUSY = (where: string, key: string, holder: string | undefined) =>
+  `Skipped ${where}: lock "${key}" is held by ${holder ? `"${holder}"` : 'another owner'}.`;

@@ -1,0 +1,194 @@
+import { Inject, Logger, Optional } from '@nestjs/common';
+import { finalize, isObservable, Observable } from 'rxjs';
+import type { Lock } from '../core/lock';
+import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
+import { LOCK_SERVICE_MISSING, SKIPPED_BUSY, STATIC_METHOD } from '../errors/lock.messages';
+import type { AcquireOptions } from '../interfaces/acquire-options.interface';
+import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
+import { LockService } from '../lock.service';
+import { monotonicNow } from '../utils/abortable-sleep';
+import { parseDuration } from '../utils/duration';
+import { copyMetadata } from './copy-metadata';
+import { LockKeyTemplate } from './lock-key.template';
+
+/** Property under which Nest injects the `LockService` into classes that use `@WithLock`. */
+export const LOCK_SERVICE_PROPERTY = Symbol('nestjs-dynamo-lock:lock-service');
+
+/** Class metadata: the names of the methods decorated with `@WithLock`. */
+export const WITH_LOCK_METHODS = 'nestjs-dynamo-lock:with-lock-methods';
+
+const DEFAULT_SKIP_HOLD_MS = 1_000;
+const logger = new Logger('DynamoLock');
+
+type Method = (this: object, ...args: unknown[]) => unknown;
+
+/**
+ * Runs the method while holding a lock whose key is built from its arguments: `<0>` is the
+ * first argument, `<1.customer.id>` a property of the second. The template is checked when the
+ * class is defined, so a bad one fails at start-up.
+ *
+ * Works on provider and controller methods, including `@Cron`/`@Interval`/`@Timeout` jobs in
+ * either decorator order. The method then returns a Promise (or, when declared to return an
+ * Observable, an Observable that holds the lock until it completes, errors or is unsubscribed).
+ * Inside it, `LockService.current()` returns the lock.
+ *
+ * @example
+ * ```ts
+ * @WithLock('invoice-<0>')
+ * async pay(invoiceId: string) { ... }
+ *
+ * @Cron('0 * * * * *')
+ * @WithLock('nightly-report', { onBusy: 'skip' })
+ * async report() { ... }
+ * ```
+ * @throws LockValidationError at class definition for a malformed template or one naming a missing argument.
+ */
+export function WithLock(template: string, options: WithLockOptions = {}): MethodDecorator {
+  return (target, propertyKey, descriptor) => {
+    const className = typeof target === 'function' ? target.name : target.constructor.name;
+    const where = `${className}.${String(propertyKey)}`;
+    if (typeof target === 'function') throw new LockValidationError(STATIC_METHOD(where));
+    const original = descriptor.value as unknown as Method;
+    const paramTypes: unknown[] | undefined = Reflect.getMetadata('design:paramtypes', target, propertyKey);
+    const keyTemplate = new LockKeyTemplate(template, where, paramTypes?.length ?? original.length);
+    const plan = planOf(options);
+    const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
+
+    const wrapper = {
+      [propertyKey as string](this: object, ...args: unknown[]): unknown {
+        const service = (this as Record<symbol, LockService | undefined>)[LOCK_SERVICE_PROPERTY];
+        if (!service) throw new LockConfigurationError(LOCK_SERVICE_MISSING(this.constructor.name, String(propertyKey)));
+        const run = (signal?: AbortSignal) => runLocked(service, this, original, args, keyTemplate, plan, where, signal);
+        if (returnsObservable) return lockedObservable(run);
+        // An Observable returned by a method not declared to return one: release when it ends.
+        return run().then(({ value, release }) => (release && isObservable(value) ? value.pipe(finalize(release)) : value));
+      },
+    }[propertyKey as string] as Method;
+    Object.defineProperty(wrapper, 'length', { value: original.length });
+    copyMetadata(original, wrapper);
+    descriptor.value = wrapper as never;
+
+    injectLockService(target);
+    const methods: string[] = Reflect.getMetadata(WITH_LOCK_METHODS, target.constructor) ?? [];
+    Reflect.defineMetadata(WITH_LOCK_METHODS, [...methods, String(propertyKey)], target.constructor);
+    return descriptor;
+  };
+}
+
+interface Plan {
+  skip: boolean;
+  holdAtLeastMs: number;
+  acquire: Omit<AcquireOptions, 'data' | 'signal'>;
+  data: WithLockOptions['data'];
+}
+
+function planOf(options: WithLockOptions): Plan {
+  const { onBusy = 'throw', holdAtLeast, data, ...acquire } = options;
+  const skip = onBusy === 'skip';
+  return {
+    skip,
+    holdAtLeastMs: holdAtLeast === undefined ? (skip ? DEFAULT_SKIP_HOLD_MS : 0) : parseDuration(holdAtLeast, 'holdAtLeast'),
+    acquire: { ...acquire, wait: acquire.wait ?? (skip ? false : undefined) },
+    data,
+  };
+}
+
+/** The outcome of a locked run: the method's result (or a skip), and for an Observable result, how to release. */
+type Outcome = { value: unknown; release?: () => Promise<void> };
+
+async function runLocked(
+  service: LockService,
+  self: object,
+  original: Method,
+  args: unknown[],
+  template: LockKeyTemplate,
+  plan: Plan,
+  where: string,
+  signal?: AbortSignal,
+): Promise<Outcome> {
+  const key = template.render(args);
+  const data = typeof plan.data === 'function' ? (plan.data as (...a: unknown[]) => unknown)(...args) : plan.data;
+  let lock: Lock;
+  try {
+    lock = await service.acquire(key, { ...plan.acquire, data, signal });
+  } catch (error) {
+    if (plan.skip && error instanceof LockBusyError) {
+      logger.debug(SKIPPED_BUSY(where, key, error.holder?.owner));
+      return { value: undefined };
+    }
+    throw error;
+  }
+  const acquiredAt = monotonicNow();
+  let value: unknown;
+  try {
+    value = await service.runHolding(lock, () => original.apply(self, args));
+  } catch (error) {
+    await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs);
+    throw error;
+  }
+  if (isObservable(value)) return { value, release: () => releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs) };
+  await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs);
+  return { value };
+}
+
+/** Releases now, or — with `holdAtLeast` — once that much time has passed since acquisition. */
+async function releaseAfterHold(service: LockService, lock: Lock, acquiredAt: number, holdMs: number): Promise<void> {
+  const remaining = acquiredAt + holdMs - monotonicNow();
+  if (remaining <= 0 || lock.isReentrant) return service.releaseQuietly(lock);
+  setTimeout(() => void service.releaseQuietly(lock), remaining).unref();
+}
+
+/** An Observable that acquires on subscription and releases when the method's Observable ends or is unsubscribed. */
+function lockedObservable(run: (signal?: AbortSignal) => Promise<Outcome>): Observable<unknown> {
+  return new Observable((subscriber) => {
+    const cancel = new AbortController();
+    let release: (() => void) | undefined;
+    let inner: { unsubscribe(): void } | undefined;
+    run(cancel.signal).then(
+      (outcome) => {
+        const value = outcome.value;
+        if (!isObservable(value)) {
+          subscriber.next(value);
+          subscriber.complete();
+          return;
+        }
+        let released = false;
+        release = () => {
+          if (!released) void outcome.release?.();
+          released = true;
+        };
+        if (subscriber.closed) return release();
+        inner = value.subscribe({
+          next: (v) => subscriber.next(v),
+          error: (e) => {
+            release?.();
+            subscriber.error(e);
+          },
+          complete: () => {
+            release?.();
+            subscriber.complete();
+          },
+        });
+      },
+      (error) => subscriber.error(error),
+    );
+    return () => {
+      cancel.abort();
+      inner?.unsubscribe();
+      release?.();
+    };
+  });
+}
+
+function isObservableType(type: unknown): boolean {
+  return typeof type === 'function' && (type === Observable || type.prototype instanceof Observable);
+}
+
+/** Adds an optional property injection of `LockService` to the class, once. */
+function injectLockService(prototype: object): void {
+  const ctor = prototype.constructor;
+  if (Reflect.getOwnMetadata(LOCK_SERVICE_PROPERTY, ctor)) return;
+  Reflect.defineMetadata(LOCK_SERVICE_PROPERTY, true, ctor);
+  Inject(LockService)(prototype, LOCK_SERVICE_PROPERTY);
+  Optional()(prototype, LOCK_SERVICE_PROPERTY);
+}

@@ -1,0 +1,21 @@
+import type { Duration } from '../utils/duration';
+import type { AcquireOptions } from './acquire-options.interface';
+
+/** Options of `@WithLock(template, options)`. */
+export interface WithLockOptions extends Omit<AcquireOptions, 'signal' | 'data'> {
+  /**
+   * What to do when the lock is busy: `'throw'` a `LockBusyError` (default; `LockInterceptor`
+   * turns it into HTTP 409) or `'skip'`: return `undefined` without running the method, logging at
+   * debug level. With `'skip'`, `wait` defaults to `false` (one attempt).
+   */
+  onBusy?: 'throw' | 'skip';
+  /**
+   * Keep the lock at least this long after acquiring it, even when the method returns sooner:
+   * instances whose timers fire a little later then skip the same scheduled tick instead of
+   * running it again. Default `0`, or `'1s'` with `onBusy: 'skip'`; choose about half the
+   * period of your schedule.
+   */
+  holdAtLeast?: Duration;
+  /** Data stored with the lock: a value, or a function of the method's arguments. */
+  data?: unknown | ((...args: never[]) => unknown);
+}
