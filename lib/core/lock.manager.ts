@@ -484,7 +484,7 @@ export class LockManager implements LockHost {
     }
     const waited = Math.round(monotonicNow() - waiter.startedAt);
     return new LockBusyError(
-      LOCK_BUSY(waiter.key, waiter.holder?.owner, waiter.holder?.fencingToken, waited),
+      LOCK_BUSY(waiter.key, waiter.holder?.owner, waiter.holder?.fencingToken, waiter.deadline <= waiter.startedAt ? undefined : waited),
       waiter.key,
       waiter.holder,
       waited,

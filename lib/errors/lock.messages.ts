@@ -40,8 +40,9 @@ export const TABLE_WRONG_SCHEMA = (tableName: string, actual: string) =>
 export const TABLE_NOT_ACTIVE = (tableName: string, status: string, waitedMs: number) =>
   `DynamoDB table "${tableName}" is still ${status} after ${waitedMs} ms.`;
 
-export const LOCK_BUSY = (key: string, holder: string | undefined, fencingToken: number | undefined, waitedMs: number) =>
-  `Lock "${key}" is held by ${holder ? `"${holder}"` : 'another owner'}${fencingToken !== undefined ? ` (fencing token ${fencingToken})` : ''}; gave up after ${waitedMs === 0 ? 'one attempt' : `waiting ${waitedMs} ms`}.`;
+/** `waitedMs` is `undefined` for a single attempt (`wait: false`). */
+export const LOCK_BUSY = (key: string, holder: string | undefined, fencingToken: number | undefined, waitedMs: number | undefined) =>
+  `Lock "${key}" is held by ${holder ? `"${holder}"` : 'another owner'}${fencingToken !== undefined ? ` (fencing token ${fencingToken})` : ''}; gave up after ${waitedMs === undefined ? 'one attempt (wait: false)' : `waiting ${waitedMs} ms`}.`;
 
 export const LOCK_TAKEN = (key: string, holder: string | undefined) =>
   `Lock "${key}" was lost: it is now held by ${holder ? `"${holder}"` : 'another owner'}, who took it over after this holder's lease ran out without a heartbeat.`;
