@@ -554,7 +554,9 @@ export class LockManager implements LockHost {
       const result = await this.store.heartbeat(lease.storedKey, lease.token, leaseMs);
       if (lease.state !== 'held') return;
       if (!result.ok) {
-        this.lose(lease, result.current?.token ? 'taken' : 'gone', undefined, result.current?.owner);
+        // Servers that do not return the blocking item (dynalite) need a read to tell "taken" from "gone".
+        const current = result.current ?? (await this.store.read(lease.storedKey).catch(() => undefined));
+        this.lose(lease, current?.token ? 'taken' : 'gone', undefined, current?.owner);
         return;
       }
       lease.leaseMs = leaseMs;
