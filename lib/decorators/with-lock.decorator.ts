@@ -57,8 +57,10 @@ export function WithLock(template: string, options: WithLockOptions = {}): Metho
     const wrapper = {
       [propertyKey as string](this: object, ...args: unknown[]): unknown {
         const service = (this as Record<symbol, LockService | undefined>)[LOCK_SERVICE_PROPERTY];
-        if (!service) throw new LockConfigurationError(LOCK_SERVICE_MISSING(this.constructor.name, String(propertyKey)));
-        const run = (signal?: AbortSignal) => runLocked(service, this, original, args, keyTemplate, plan, where, signal);
+        const run = async (signal?: AbortSignal) => {
+          if (!service) throw new LockConfigurationError(LOCK_SERVICE_MISSING(this.constructor.name, String(propertyKey)));
+          return runLocked(service, this, original, args, keyTemplate, plan, where, signal);
+        };
         if (returnsObservable) return lockedObservable(run);
         // An Observable returned by a method not declared to return one: release when it ends.
         return run().then(({ value, release }) => (release && isObservable(value) ? value.pipe(finalize(release)) : value));
@@ -87,7 +89,7 @@ function planOf(options: WithLockOptions): Plan {
   const skip = onBusy === 'skip';
   return {
     skip,
-    holdAtLeastMs: holdAtLeast === undefined ? (skip ? DEFAULT_SKIP_HOLD_MS : 0) : parseDuration(holdAtLeast, 'holdAtLeast'),
+    holdAtLeastMs: holdAtLeast === undefined ? (skip ? DEFAULT_SKIP_HOLD_MS : 0) : holdAtLeast === 0 ? 0 : parseDuration(holdAtLeast, 'holdAtLeast'),
     acquire: { ...acquire, wait: acquire.wait ?? (skip ? false : undefined) },
     data,
   };

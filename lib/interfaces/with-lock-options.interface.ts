@@ -13,7 +13,7 @@ export interface WithLockOptions extends Omit<AcquireOptions, 'signal' | 'data'>
    * Keep the lock at least this long after acquiring it, even when the method returns sooner:
    * instances whose timers fire a little later then skip the same scheduled tick instead of
    * running it again. Default `0`, or `'1s'` with `onBusy: 'skip'`; choose about half the
-   * period of your schedule.
+   * period of your schedule (`0` turns it off).
    */
   holdAtLeast?: Duration;
   /** Data stored with the lock: a value, or a function of the method's arguments. */

@@ -1,0 +1,177 @@
+import { CreateTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  DynamoLockModule,
+  type DynamoLockOptions,
+  LockConfigurationError,
+  LockService,
+} from '../../lib';
+import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
+
+describeEachServer('DynamoLockModule', (server) => {
+  const fixture = new LockFixture(server);
+  beforeAll(() => fixture.setup());
+  afterAll(() => fixture.close());
+
+  const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => ({
+    tableName: fixture.tableName,
+    clientConfig: { endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
+    logger: new MemoryLogger(),
+    ...extra,
+  });
+
+  async function boot(imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>) {
+    const moduleRef = await Test.createTestingModule({ imports }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    return app;
+  }
+
+  it('forRoot registers a global LockService that locks on the table', async () => {
+    @Injectable()
+    class Consumer {
+      constructor(readonly locks: LockService) {}
+    }
+    @Module({ providers: [Consumer] })
+    class FeatureModule {}
+
+    const app = await boot([DynamoLockModule.forRoot(options({ ownerName: 'root-app' })), FeatureModule]);
+    const locks = app.get(Consumer).locks;
+    expect(locks).toBeInstanceOf(LockService);
+    const lock = await locks.acquire('module-key');
+    expect((await locks.inspect('module-key'))?.owner).toBe('root-app');
+    await lock.release();
+    await app.close();
+  });
+
+  it('forRootAsync reads options from a factory with injected dependencies', async () => {
+    @Injectable()
+    class LockConfig {
+      readonly owner = 'from-config';
+    }
+    @Module({ providers: [LockConfig], exports: [LockConfig] })
+    class ConfigModule {}
+
+    const app = await boot([
+      DynamoLockModule.forRootAsync({
+        imports: [ConfigModule],
+        inject: [LockConfig],
+        useFactory: (config: LockConfig) => options({ ownerName: config.owner }),
+      }),
+    ]);
+    const locks = app.get(LockService);
+    expect(locks.options.ownerName).toBe('from-config');
+    await app.close();
+  });
+
+  it('forRootAsync accepts an options class', async () => {
+    class LockOptionsFactory {
+      createDynamoLockOptions(): DynamoLockOptions {
+        return options({ ownerName: 'from-class', leaseDuration: '45s' });
+      }
+    }
+    const app = await boot([DynamoLockModule.forRootAsync({ useClass: LockOptionsFactory })]);
+    expect(app.get(LockService).options).toMatchObject({ ownerName: 'from-class', leaseMs: 45_000, heartbeatMs: undefined });
+    await app.close();
+  });
+
+  it('is not global with isGlobal: false', async () => {
+    @Injectable()
+    class Consumer {
+      constructor(readonly locks: LockService) {}
+    }
+    @Module({ providers: [Consumer] })
+    class FeatureModule {}
+    await expect(boot([DynamoLockModule.forRoot({ ...options(), isGlobal: false }), FeatureModule])).rejects.toThrow(/LockService/);
+  });
+
+  it('releases held locks on application shutdown', async () => {
+    const app = await boot([DynamoLockModule.forRoot(options())]);
+    const locks = app.get(LockService);
+    await locks.acquire('held-at-shutdown');
+    await locks.acquire('held-at-shutdown-2');
+    await app.close();
+    const probe = fixture.manager();
+    expect(await probe.inspect('held-at-shutdown')).toBeNull();
+    expect(await probe.inspect('held-at-shutdown-2')).toBeNull();
+  });
+
+  it('keeps two apps in one process apart: each its own service, excluding each other', async () => {
+    const a = await boot([DynamoLockModule.forRoot(options({ ownerName: 'app-a' }))]);
+    const b = await boot([DynamoLockModule.forRoot(options({ ownerName: 'app-b' }))]);
+    const lockA = await a.get(LockService).acquire('two-apps');
+    expect(await b.get(LockService).tryAcquire('two-apps')).toBeNull();
+    await a.close();
+    const lockB = await b.get(LockService).acquire('two-apps', { wait: '5s' });
+    expect(lockB.fencingToken).toBeGreaterThan(lockA.fencingToken);
+    await b.close();
+  });
+
+  describe('table checks at start-up', () => {
+    it('fails start-up on a missing table and says how to create it', async () => {
+      const missing = uniqueTableName('missing');
+      const error = await boot([DynamoLockModule.forRoot(options({ tableName: missing }))]).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockConfigurationError);
+      expect((error as Error).message).toMatch(new RegExp(`table "${missing}" for locks does not exist. Create it with \`createTable: true\``));
+    });
+
+    it('fails start-up on a table with another key schema, showing the expected one', async () => {
+      const wrong = uniqueTableName('wrong');
+      const client = createTestClient(server);
+      await client.send(
+        new CreateTableCommand({
+          TableName: wrong,
+          AttributeDefinitions: [
+            { AttributeName: 'pk', AttributeType: 'S' },
+            { AttributeName: 'sk', AttributeType: 'N' },
+          ],
+          KeySchema: [
+            { AttributeName: 'pk', KeyType: 'HASH' },
+            { AttributeName: 'sk', KeyType: 'RANGE' },
+          ],
+          BillingMode: 'PAY_PER_REQUEST',
+        }),
+      );
+      try {
+        const error = await boot([DynamoLockModule.forRoot(options({ tableName: wrong }))]).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockConfigurationError);
+        expect((error as Error).message).toBe(
+          `DynamoDB table "${wrong}" has the wrong key schema for locks: HASH "pk" (S), RANGE "sk" (N). Expected exactly one partition key named "key" of type String (S) and no sort key. Point tableName at another table, or let the library create one with \`createTable: true\`.`,
+        );
+      } finally {
+        await deleteTable(client, wrong);
+        client.destroy();
+      }
+    });
+
+    it('creates a missing table with createTable: true (TTL on where the server supports it)', async () => {
+      const created = uniqueTableName('created');
+      const app = await boot([DynamoLockModule.forRoot(options({ tableName: created, createTable: true }))]);
+      const locks = app.get(LockService);
+      const lock = await locks.acquire('in-new-table');
+      expect(lock.isHeld).toBe(true);
+      if (server.name === 'dynamodb-local') {
+        const ttl = await locks.client.send(new DescribeTimeToLiveCommand({ TableName: created }));
+        expect(ttl.TimeToLiveDescription).toMatchObject({ TimeToLiveStatus: 'ENABLED', AttributeName: 'ttl' });
+      }
+      await app.close();
+      const client = createTestClient(server);
+      await deleteTable(client, created);
+      client.destroy();
+    });
+
+    it.each([
+      [{ leaseDuration: 'thirty seconds' }, /leaseDuration must be a positive duration; got "thirty seconds"/],
+      [{ leaseDuration: '10s', heartbeatInterval: '10s' }, /heartbeatInterval \(10000 ms\) must be shorter than leaseDuration \(10000 ms\)/],
+      [{ ttlDays: -1 }, /option "ttlDays" must be a number of days, 0 or more; got -1/],
+      [{ tableName: 'x' }, /option "tableName" must be a DynamoDB table name/],
+    ])('rejects bad options %p at start-up', async (bad, message) => {
+      const error = await boot([DynamoLockModule.forRoot(options(bad as DynamoLockOptions))]).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockConfigurationError);
+      expect((error as Error).message).toMatch(message);
+    });
+  });
+});

@@ -1,0 +1,346 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Controller, Get, type INestApplication, Injectable, Module, Param, Post, Scope, UseInterceptors } from '@nestjs/common';
+import { Cron, Interval, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { lastValueFrom, map, Observable, take, timer } from 'rxjs';
+import {
+  DynamoLockModule,
+  type DynamoLockOptions,
+  LockBusyError,
+  LockConfigurationError,
+  LockInterceptor,
+  LockService,
+  LockValidationError,
+  WithLock,
+} from '../../lib';
+import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { describeEachServer } from '../support/servers';
+
+/** A service whose locked methods record what they saw. */
+@Injectable()
+class InvoiceService {
+  readonly seen: { key?: string; token?: number }[] = [];
+  inside = 0;
+  maxInside = 0;
+
+  constructor(readonly locks: LockService) {}
+
+  @WithLock('invoice-<0>', { wait: '10s' })
+  async pay(id: string, delayMs = 20): Promise<string> {
+    this.inside++;
+    this.maxInside = Math.max(this.maxInside, this.inside);
+    const lock = this.locks.current();
+    this.seen.push({ key: lock?.key, token: lock?.fencingToken });
+    await sleep(delayMs);
+    this.inside--;
+    return `paid ${id}`;
+  }
+
+  /** Calls a locked method of its own: re-entrant on the same key. */
+  @WithLock('invoice-<0>')
+  async payTwice(id: string): Promise<string> {
+    const outer = this.locks.current()!.fencingToken;
+    await this.pay(id, 1);
+    return `${outer === this.seen.at(-1)?.token}`;
+  }
+
+  @WithLock('order-<0.customer.id>', { wait: false })
+  async order(order: { customer: { id: number } }): Promise<number> {
+    return this.locks.current()!.fencingToken;
+  }
+
+  @WithLock('plain')
+  plainValue(): number {
+    return 7;
+  }
+
+  @WithLock('stream-<0>')
+  stream(id: string): Observable<number> {
+    return timer(0, 30).pipe(take(3));
+  }
+
+  @WithLock('skip-<0>', { onBusy: 'skip', holdAtLeast: 0 })
+  async skippable(id: string): Promise<string> {
+    await sleep(200);
+    return `ran ${id}`;
+  }
+
+  @WithLock('fails')
+  async fails(): Promise<void> {
+    throw new Error('business error');
+  }
+}
+
+/** Another provider calling the locked service. */
+@Injectable()
+class BillingRun {
+  constructor(private readonly invoices: InvoiceService) {}
+  run(ids: string[]) {
+    return Promise.all(ids.map((id) => this.invoices.pay(id)));
+  }
+}
+
+@Injectable({ scope: Scope.REQUEST })
+class RequestScopedService {
+  constructor(private readonly locks: LockService) {}
+  @WithLock('scoped-<0>')
+  async work(id: string) {
+    return this.locks.current()?.key;
+  }
+}
+
+@Controller('invoices')
+@UseInterceptors(LockInterceptor)
+class InvoiceController {
+  constructor(
+    private readonly invoices: InvoiceService,
+    private readonly scoped: RequestScopedService,
+  ) {}
+
+  @Post(':id/pay')
+  @WithLock('invoice-<0>', { wait: false })
+  async pay(@Param('id') id: string) {
+    // The service's lock on the same key is re-entrant: locked once, not twice.
+    return { result: await this.invoices.pay(id, 300) };
+  }
+
+  @Get(':id/scoped')
+  scopedWork(@Param('id') id: string) {
+    return this.scoped.work(id);
+  }
+}
+
+/** Cron jobs with the decorators in both orders. */
+@Injectable()
+class Jobs {
+  readonly runs: Record<string, number> = { cronAbove: 0, cronBelow: 0, interval: 0 };
+
+  @Cron('* * * * * *', { name: 'cron-above' })
+  @WithLock('job-cron-above', { onBusy: 'skip', holdAtLeast: 0 })
+  async cronAbove() {
+    this.runs.cronAbove++;
+  }
+
+  @WithLock('job-cron-below', { onBusy: 'skip', holdAtLeast: 0 })
+  @Cron('* * * * * *', { name: 'cron-below' })
+  async cronBelow() {
+    this.runs.cronBelow++;
+  }
+
+  @WithLock('job-interval', { onBusy: 'skip', holdAtLeast: 0 })
+  @Interval('interval-job', 200)
+  async interval() {
+    this.runs.interval++;
+  }
+}
+
+describeEachServer('@WithLock', (server) => {
+  const fixture = new LockFixture(server);
+  let app: INestApplication;
+  let baseUrl: string;
+
+  const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => ({
+    tableName: fixture.tableName,
+    clientConfig: { endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
+    logger: new MemoryLogger(),
+    ...extra,
+  });
+
+  beforeAll(async () => {
+    await fixture.setup();
+    const moduleRef = await Test.createTestingModule({
+      imports: [DynamoLockModule.forRoot(options({ ownerName: 'decorated' })), ScheduleModule.forRoot()],
+      providers: [InvoiceService, BillingRun, RequestScopedService, Jobs],
+      controllers: [InvoiceController],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    baseUrl = await app.getUrl();
+    baseUrl = baseUrl.replace('[::1]', '127.0.0.1');
+  });
+  afterAll(async () => {
+    await app?.close();
+    await fixture.close();
+  });
+
+  it('locks on the rendered key and exposes the lock through current()', async () => {
+    const service = app.get(InvoiceService);
+    expect(await service.pay('A-1')).toBe('paid A-1');
+    expect(service.seen.at(-1)?.key).toBe('invoice-A-1');
+    expect(await service.order({ customer: { id: 9 } })).toBeGreaterThan(0);
+    expect(await fixture.manager().inspect('invoice-A-1')).toBeNull();
+  });
+
+  it('excludes concurrent calls from other providers on one key, not on different keys', async () => {
+    const service = app.get(InvoiceService);
+    service.maxInside = 0;
+    await app.get(BillingRun).run(['same', 'same', 'same']);
+    expect(service.maxInside).toBe(1);
+    service.maxInside = 0;
+    await app.get(BillingRun).run(['x1', 'x2', 'x3']);
+    expect(service.maxInside).toBeGreaterThan(1);
+  });
+
+  it('is re-entrant for this.method() calls on the same key', async () => {
+    expect(await app.get(InvoiceService).payTwice('re')).toBe('true');
+  });
+
+  it('returns a Promise for plain values and releases when the method throws', async () => {
+    const service = app.get(InvoiceService);
+    await expect(service.plainValue()).resolves.toBe(7);
+    await expect(service.fails()).rejects.toThrow('business error');
+    expect(await fixture.manager().inspect('fails')).toBeNull();
+  });
+
+  it('holds the lock while an Observable result runs, releasing when it completes', async () => {
+    const service = app.get(InvoiceService);
+    const probe = fixture.manager();
+    const values: number[] = [];
+    const done = lastValueFrom(service.stream('s1').pipe(map((v) => values.push(v))));
+    await sleep(40);
+    expect(await probe.inspect('stream-s1')).not.toBeNull();
+    await done;
+    expect(values).toEqual([0, 1, 2]);
+    await sleep(20);
+    expect(await probe.inspect('stream-s1')).toBeNull();
+  });
+
+  it('releases when an Observable result is unsubscribed', async () => {
+    const service = app.get(InvoiceService);
+    const probe = fixture.manager();
+    const subscription = service.stream('s2').subscribe();
+    await sleep(40);
+    expect(await probe.inspect('stream-s2')).not.toBeNull();
+    subscription.unsubscribe();
+    await sleep(50);
+    expect(await probe.inspect('stream-s2')).toBeNull();
+  });
+
+  it('skips without running when busy and onBusy is skip', async () => {
+    const service = app.get(InvoiceService);
+    const [first, second] = await Promise.all([service.skippable('k'), sleep(50).then(() => service.skippable('k'))]);
+    expect(first).toBe('ran k');
+    expect(second).toBeUndefined();
+  });
+
+  it('throws LockBusyError when busy and onBusy is throw', async () => {
+    const holder = fixture.manager({ ownerName: 'other-instance' });
+    const lock = await holder.acquire('order-77');
+    const error = await app.get(InvoiceService).order({ customer: { id: 77 } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockBusyError);
+    expect((error as LockBusyError).holder?.owner).toBe('other-instance');
+    await lock.release();
+  });
+
+  it('rejects a call whose argument cannot make a key, without locking', async () => {
+    const error = await app.get(InvoiceService).order({ customer: {} } as never).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockValidationError);
+    expect((error as Error).message).toMatch(/<0.customer.id> is undefined in this call/);
+  });
+
+  it('works on request-scoped providers', async () => {
+    const response = await fetch(`${baseUrl}/invoices/r1/scoped`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe('scoped-r1');
+  });
+
+  describe('LockInterceptor', () => {
+    it('answers 409 with the resource and Retry-After while the invoice is locked, and locks once per request', async () => {
+      const slow = fetch(`${baseUrl}/invoices/H1/pay`, { method: 'POST' });
+      await sleep(100);
+      const busy = await fetch(`${baseUrl}/invoices/H1/pay`, { method: 'POST' });
+      expect(busy.status).toBe(409);
+      expect(busy.headers.get('retry-after')).toBe('30');
+      const body = await busy.json();
+      expect(body).toMatchObject({ statusCode: 409, error: 'Conflict', resource: 'invoice-H1', holder: 'decorated' });
+      const ok = await slow;
+      expect(ok.status).toBe(201);
+      expect(await ok.json()).toEqual({ result: 'paid H1' });
+    });
+
+    it('leaves other errors alone', async () => {
+      const response = await fetch(`${baseUrl}/invoices/none/unknown`);
+      expect(response.status).toBe(404);
+    });
+  });
+
+  describe('with @nestjs/schedule', () => {
+    it('keeps cron and interval jobs registered and running in either decorator order', async () => {
+      const registry = app.get(SchedulerRegistry);
+      expect(registry.getCronJob('cron-above')).toBeDefined();
+      expect(registry.getCronJob('cron-below')).toBeDefined();
+      expect(registry.getInterval('interval-job')).toBeDefined();
+      const jobs = app.get(Jobs);
+      await sleep(2_300);
+      expect(jobs.runs.cronAbove).toBeGreaterThanOrEqual(2);
+      expect(jobs.runs.cronBelow).toBeGreaterThanOrEqual(2);
+      expect(jobs.runs.interval).toBeGreaterThanOrEqual(5);
+    });
+  });
+});
+
+describe('@WithLock at start-up', () => {
+  it('rejects a template naming a missing argument when the class is defined', () => {
+    let error: unknown;
+    try {
+      class Broken {
+        @WithLock('invoice-<1>')
+        pay(id: string) {
+          return id;
+        }
+      }
+      void Broken;
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(LockValidationError);
+    expect((error as Error).message).toMatch(/^@WithLock\('invoice-<1>'\) on Broken\.pay: <1> names an argument the method does not have/);
+  });
+
+  it('rejects a malformed template when the class is defined', () => {
+    expect(() => {
+      class Broken {
+        @WithLock('invoice-<id>')
+        pay(id: string) {
+          return id;
+        }
+      }
+      void Broken;
+    }).toThrow(/@WithLock\('invoice-<id>'\) on Broken.pay: malformed template/);
+  });
+
+  it('fails the boot, naming the class, when its module cannot reach LockService', async () => {
+    @Injectable()
+    class Isolated {
+      @WithLock('iso')
+      async run() {
+        return 1;
+      }
+    }
+    @Module({ providers: [Isolated] })
+    class IsolatedModule {}
+    @Module({ imports: [DynamoLockModule.forRoot({ isGlobal: false, verifyTable: false, logger: new MemoryLogger() })] })
+    class LocksModule {}
+
+    const moduleRef = await Test.createTestingModule({ imports: [LocksModule, IsolatedModule] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    const error = await app.init().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockConfigurationError);
+    expect((error as Error).message).toMatch(/^Isolated\.run uses @WithLock, but no LockService is available to it\. Import DynamoLockModule/);
+    await app.close();
+  });
+
+  it('names the class at the first call when no DynamoLockModule exists at all', async () => {
+    @Injectable()
+    class Orphan {
+      @WithLock('orphan')
+      async run() {
+        return 1;
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ providers: [Orphan] }).compile();
+    await expect(moduleRef.get(Orphan).run()).rejects.toThrow(/^Orphan\.run uses @WithLock, but no LockService is available/);
+    await moduleRef.close();
+  });
+});

@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  type DynamoDBClientConfig,
+} from '@aws-sdk/client-dynamodb';
+import { describe } from '@jest/globals';
+import {
+  localCredentials,
+  LOCAL_REGION,
+  SERVERS_JSON_ENV,
+  type TestServer,
+  decodeServers,
+} from './server-list';
+
+export type { TestServer, TestServerName } from './server-list';
+
+/** The servers this run tests against, as published by the Jest global setup. */
+export function testServers(): readonly TestServer[] {
+  const json = process.env[SERVERS_JSON_ENV];
+  if (!json) {
+    throw new Error(
+      `${SERVERS_JSON_ENV} is not set: run the tests through Jest with jest.config.mjs ` +
+        '(npm test), whose global setup starts the servers.',
+    );
+  }
+  return decodeServers(json);
+}
+
+/** Declares `describe(`${name} [server]`, ...)` once per server under test. */
+export function describeEachServer(name: string, fn: (server: TestServer) => void): void {
+  for (const server of testServers()) {
+    describe(`${name} [${server.name}]`, () => fn(server));
+  }
+}
+
+/**
+ * A client for `server`. Local servers get region us-east-1 and dummy static
+ * credentials; the external server uses the SDK's usual env/profile chain.
+ * `config` overrides anything. Call `client.destroy()` when done.
+ */
+export function createTestClient(server: TestServer, config: DynamoDBClientConfig = {}): DynamoDBClient {
+  const defaults: DynamoDBClientConfig =
+    server.name === 'external'
+      ? { endpoint: server.endpoint, region: process.env.AWS_REGION ?? LOCAL_REGION }
+      : { endpoint: server.endpoint, region: LOCAL_REGION, credentials: localCredentials() };
+  return new DynamoDBClient({ ...defaults, ...config });
+}
+
+/** A fresh, valid DynamoDB table name: `prefix-<time>-<random>`. */
+export function uniqueTableName(prefix = 'locks'): string {
+  if (!/^[A-Za-z0-9_.-]{1,200}$/.test(prefix)) {
+    throw new Error(`uniqueTableName: prefix ${JSON.stringify(prefix)} must match [A-Za-z0-9_.-]{1,200}`);
+  }
+  return `${prefix}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Options for {@link createLockTable}. */
+export interface LockTableOptions {
+  /** Name of the string partition key (default `key`). */
+  readonly partitionKey?: string;
+  /** Give up waiting for ACTIVE after this long (default 10 s). */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Creates an on-demand table with a single string HASH key (default `key`)
+ * and polls DescribeTable every 50 ms until it is ACTIVE.
+ */
+export async function createLockTable(
+  client: DynamoDBClient,
+  tableName: string,
+  { partitionKey = 'key', timeoutMs = 10_000 }: LockTableOptions = {},
+): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      AttributeDefinitions: [{ AttributeName: partitionKey, AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (Table?.TableStatus === 'ACTIVE') return;
+    if (Date.now() > deadline) {
+      throw new Error(`Table ${tableName} still ${Table?.TableStatus ?? 'unknown'} after ${timeoutMs} ms`);
+    }
+    await sleep(50);
+  }
+}
+
+/** Deletes a table; a table that does not exist is fine. */
+export async function deleteTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  try {
+    await client.send(new DeleteTableCommand({ TableName: tableName }));
+  } catch (error) {
+    if (!(error instanceof Error && error.name === 'ResourceNotFoundException')) throw error;
+  }
+}
