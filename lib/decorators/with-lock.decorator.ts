@@ -1,4 +1,4 @@
-import { Inject, Logger, Optional } from '@nestjs/common';
+import { Inject, Optional } from '@nestjs/common';
 import { finalize, isObservable, Observable } from 'rxjs';
 import type { Lock } from '../core/lock';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
@@ -18,7 +18,6 @@ export const LOCK_SERVICE_PROPERTY = Symbol('nestjs-dynamo-lock:lock-service');
 export const WITH_LOCK_METHODS = 'nestjs-dynamo-lock:with-lock-methods';
 
 const DEFAULT_SKIP_HOLD_MS = 1_000;
-const logger = new Logger('DynamoLock');
 
 type Method = (this: object, ...args: unknown[]) => unknown;
 
@@ -115,7 +114,7 @@ async function runLocked(
     lock = await service.acquire(key, { ...plan.acquire, data, signal });
   } catch (error) {
     if (plan.skip && error instanceof LockBusyError) {
-      logger.debug(SKIPPED_BUSY(where, key, error.holder?.owner));
+      service.options.logger.debug?.(SKIPPED_BUSY(where, key, error.holder?.owner));
       return { value: undefined };
     }
     throw error;

@@ -46,7 +46,7 @@ class InvoiceService {
   }
 
   @WithLock('order-<0.customer.id>', { wait: false })
-  async order(order: { customer: { id: number } }): Promise<number> {
+  async order(_order: { customer: { id: number } }): Promise<number> {
     return this.locks.current()!.fencingToken;
   }
 
@@ -56,7 +56,7 @@ class InvoiceService {
   }
 
   @WithLock('stream-<0>')
-  stream(id: string): Observable<number> {
+  stream(_id: string): Observable<number> {
     return timer(0, 30).pipe(take(3));
   }
 
@@ -85,7 +85,7 @@ class BillingRun {
 class RequestScopedService {
   constructor(private readonly locks: LockService) {}
   @WithLock('scoped-<0>')
-  async work(id: string) {
+  async work(_id: string) {
     return this.locks.current()?.key;
   }
 }

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable, Module } from '@nestjs/common';
+import { Cron, ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { resolve } from 'node:path';
+import { DynamoLockModule, LockService, WithLock } from '../../lib';
+import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { describeEachServer } from '../support/servers';
+
+const EVERY_TWO_SECONDS = '*/2 * * * * *';
+const TICK_MS = 2_000;
+
+interface Run {
+  instance: string;
+  at: number;
+}
+
+/** Groups runs by the cron tick they belong to (ticks fire on even seconds). */
+function runsPerTick(runs: Run[]): Map<number, string[]> {
+  const ticks = new Map<number, string[]>();
+  for (const run of runs) {
+    const tick = Math.floor(run.at / TICK_MS);
+    ticks.set(tick, [...(ticks.get(tick) ?? []), run.instance]);
+  }
+  return ticks;
+}
+
+/** Every complete tick (not the first or last, which the observation window may cut) ran exactly once. */
+function expectOncePerTick(runs: Run[], minTicks: number): void {
+  const ticks = runsPerTick(runs);
+  const keys = [...ticks.keys()].sort((a, b) => a - b);
+  expect(keys.length).toBeGreaterThanOrEqual(minTicks);
+  for (const tick of keys) expect({ tick, instances: ticks.get(tick) }).toEqual({ tick, instances: [expect.any(String)] });
+  for (let i = 1; i < keys.length; i++) expect(keys[i] - keys[i - 1]).toBe(1);
+}
+
+describeEachServer('@Cron + @WithLock across app instances', (server) => {
+  const fixture = new LockFixture(server);
+  beforeAll(() => fixture.setup());
+  afterAll(() => fixture.close());
+
+  it('runs each tick exactly once across three instances in one process, others skipping quietly', async () => {
+    const runs: Run[] = [];
+    const loggers: MemoryLogger[] = [];
+
+    const apps = await Promise.all(
+      ['A', 'B', 'C'].map(async (instance) => {
+        @Injectable()
+        class ReportJob {
+          constructor(private readonly locks: LockService) {}
+          @Cron(EVERY_TWO_SECONDS)
+          @WithLock('report', { onBusy: 'skip' })
+          async run() {
+            expect(this.locks.current('report')?.isHeld).toBe(true);
+            runs.push({ instance, at: Date.now() });
+          }
+        }
+        const logger = new MemoryLogger();
+        loggers.push(logger);
+        @Module({
+          imports: [
+            ScheduleModule.forRoot(),
+            DynamoLockModule.forRoot({
+              tableName: fixture.tableName,
+              ownerName: instance,
+              logger,
+              clientConfig: { endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } },
+            }),
+          ],
+          providers: [ReportJob],
+        })
+        class AppModule {}
+        const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+        const app = moduleRef.createNestApplication({ logger: false });
+        await app.init();
+        return app;
+      }),
+    );
+    await sleep(7 * TICK_MS / 2 + 500);
+    await Promise.all(apps.map((app) => app.close()));
+
+    expectOncePerTick(runs, 3);
+    const lines = loggers.flatMap((l) => l.lines);
+    expect(lines.filter((l) => l.level === 'debug' && l.message.startsWith('Skipped ReportJob.run')).length).toBeGreaterThanOrEqual(2 * 3);
+    expect(lines.filter((l) => l.level !== 'debug')).toEqual([]);
+  }, 20_000);
+
+  it('runs each tick exactly once across three instances in separate processes', async () => {
+    const script = resolve('test/nest/fixtures/cron-app.mjs');
+    const children: ChildProcessWithoutNullStreams[] = [];
+    const runs: Run[] = [];
+    const logs: { level: string; m: string }[] = [];
+    try {
+      for (const instance of ['P', 'Q', 'R']) {
+        const child = spawn(process.execPath, [script], {
+          env: { ...process.env, INSTANCE: instance, ENDPOINT: server.endpoint, TABLE: fixture.tableName, CRON: EVERY_TWO_SECONDS },
+        });
+        children.push(child);
+        let buffered = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          buffered += chunk.toString();
+          const lines = buffered.split('\n');
+          buffered = lines.pop() ?? '';
+          for (const line of lines) {
+            const event = JSON.parse(line) as { instance: string; at?: number };
+            if (event.at !== undefined) runs.push({ instance: event.instance, at: event.at });
+          }
+        });
+        child.stderr.on('data', (chunk: Buffer) => {
+          for (const line of chunk.toString().split('\n').filter(Boolean)) {
+            try {
+              logs.push(JSON.parse(line));
+            } catch {
+              logs.push({ level: 'stderr', m: line });
+            }
+          }
+        });
+      }
+      await sleep(9 * TICK_MS / 2 + 1_500);
+    } finally {
+      for (const child of children) child.kill('SIGTERM');
+      await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
+    }
+    // The first tick may come before every process is up; later ones must each run once.
+    expectOncePerTick(runs, 3);
+    expect(new Set(runs.map((r) => r.instance)).size).toBeGreaterThanOrEqual(1);
+    expect(logs.filter((l) => l.level !== 'debug')).toEqual([]);
+    expect(logs.filter((l) => l.m.startsWith('Skipped ReportJob.run')).length).toBeGreaterThanOrEqual(3);
+  }, 30_000);
+});
+
+describe('cron tick helpers', () => {
+  it('detects a tick that ran twice', () => {
+    expect(() => expectOncePerTick([{ instance: 'A', at: 4_000 }, { instance: 'B', at: 4_100 }], 1)).toThrow();
+  });
+});
