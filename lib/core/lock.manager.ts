@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { LockBusyError, LockConfigurationError, LockLostError, type LockHolder, type LockLostReason } from '../errors/lock.errors';
+import { LockBusyError, LockConfigurationError, LockLostError, type LockLostReason } from '../errors/lock.errors';
 import {
   HEARTBEAT_FAILED,
   LOCK_BUSY,
@@ -10,74 +10,27 @@ import {
   NOT_HELD_FOR_EXTEND,
   RELEASE_FAILED,
   RELEASE_NOT_HELD,
-  TRANSIENT_RETRY,
 } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { LockRecord } from '../store/lock-record';
-import { type AcquireCondition, LockStore } from '../store/lock.store';
+import { LockStore } from '../store/lock.store';
 import { ensureLockTable } from '../store/lock-table';
-import { isTransientError } from '../store/transient-error';
-import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
+import { jitter, monotonicNow } from '../utils/abortable-sleep';
 import { type Duration, parseDuration } from '../utils/duration';
 import { serializeData, toStoredKey } from '../utils/lock-key.validation';
 import { randomToken } from '../utils/random-token';
-import { HeartbeatScheduler, type ScheduledLease } from './heartbeat.scheduler';
+import { HeartbeatScheduler } from './heartbeat.scheduler';
+import { KeyHistory } from './key-history';
 import { Lock, type LockHost } from './lock';
 import { LockContext } from './lock.context';
 import { heartbeatIntervalFor, resolveLockOptions, resolveWait, type ResolvedLockOptions } from './lock-options.resolver';
+import type { HeldLease, KeySlot, Waiter } from './lock-state';
+import { type AcquisitionHost, RemoteAcquisition } from './remote-acquisition';
 
-/** First and largest pause between polls of a busy lock, in milliseconds. */
-const POLL_MIN_MS = 20;
-const POLL_MAX_MS = 500;
-/** Backoff after a transient DynamoDB error, in milliseconds. */
+/** Pause before retrying a heartbeat that failed with a transient error, at least. */
 const RETRY_MIN_MS = 50;
-const RETRY_MAX_MS = 2_000;
-
-/** A lock this manager holds. Times are on the local monotonic clock. */
-interface HeldLease extends ScheduledLease {
-  storedKey: string;
-  token: string;
-  leaseMs: number;
-  /** Interval between heartbeats; `Infinity` when the holder renews by hand. */
-  heartbeatMs: number;
-  state: 'held' | 'released' | 'lost';
-  lock: Lock;
-  controller: AbortController;
-  /** Serialises this lease's writes, so a heartbeat never lands after (and undoes) an extend. */
-  writes: Promise<unknown>;
-  lastError?: unknown;
-}
-
-/** A caller waiting for a key. */
-interface Waiter {
-  key: string;
-  storedKey: string;
-  /** The owner token this caller writes with on every attempt, so a lost response is recognised. */
-  token: string;
-  leaseMs: number;
-  data: string | undefined;
-  heartbeat: boolean;
-  startedAt: number;
-  deadline: number;
-  /** Aborts on the caller's signal, at the deadline, or at shutdown. */
-  cancel: AbortController;
-  /** Last holder seen, for the busy error. */
-  holder?: LockHolder;
-  settled: boolean;
-  resolve(lock: Lock): void;
-  reject(error: unknown): void;
-}
-
-/** The state of one key in this manager: its local holder and the local FIFO queue of waiters. */
-interface KeySlot {
-  storedKey: string;
-  holder?: HeldLease;
-  waiters: Waiter[];
-  /** A waiter is talking to DynamoDB for this key. */
-  polling: boolean;
-}
 
 /**
  * The lock engine, independent of Nest: acquisition and waiting, heartbeats, release, and
@@ -86,12 +39,15 @@ interface KeySlot {
  * Callers in one process that want one key form a FIFO queue: only the head talks to DynamoDB,
  * and a release hands the lock straight to the next local caller in one conditional write.
  */
-export class LockManager implements LockHost {
+export class LockManager implements LockHost, AcquisitionHost {
   /** The options in force, defaults applied. */
   readonly options: ResolvedLockOptions;
   /** The DynamoDB client in use. */
   readonly client: DynamoDBClient;
-  private readonly store: LockStore;
+  /** @internal */
+  readonly store: LockStore;
+  /** @internal What this process learned about contended keys. */
+  readonly history = new KeyHistory();
   private readonly ownsClient: boolean;
   private readonly context = new LockContext();
   private readonly slots = new Map<string, KeySlot>();
@@ -276,14 +232,16 @@ export class LockManager implements LockHost {
     this.leases.delete(lock);
     const slot = this.slots.get(lease.storedKey);
     if (slot?.holder === lease) slot.holder = undefined;
+    this.history.recordHold(lease.storedKey, monotonicNow() - lease.acquiredAt);
+    // Waiters of other processes queued in the item come first; then the local queue.
+    const handing = slot !== undefined && !this.closed && lease.queuedElsewhere === 0 && this.nextWaiter(slot) !== undefined;
     // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
-    const handing = slot !== undefined && !this.closed && this.nextWaiter(slot) !== undefined;
     if (handing) slot.polling = true;
     return this.serial(lease, async () => {
       const next = handing ? this.nextWaiter(slot) : undefined;
       if (next) return this.handOver(lease, next, slot!);
       if (handing) slot.polling = false;
-      const done = await this.store.release(lease.storedKey, lease.token, lease.leaseMs);
+      const done = await this.releaseRemote(lease);
       if (!done) this.options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
       return done;
     }).finally(() => slot && this.pump(slot));
@@ -313,6 +271,7 @@ export class LockManager implements LockHost {
       key,
       storedKey,
       token: randomToken(),
+      owner: this.options.ownerName,
       leaseMs,
       data,
       heartbeat: options.heartbeat ?? true,
@@ -366,11 +325,11 @@ export class LockManager implements LockHost {
       return;
     }
     slot.polling = true;
-    const attempt = this.acquireRemote(waiter).then(
+    const attempt = new RemoteAcquisition(this, waiter).run().then(
       (lease) => {
         slot.polling = false;
         slot.holder = lease;
-        if (waiter.settled) void this.release(lease.lock);
+        if (waiter.settled) void this.releaseQuietly(lease.lock);
         else this.settle(waiter, lease.lock);
         this.pump(slot);
       },
@@ -384,77 +343,15 @@ export class LockManager implements LockHost {
     void attempt.finally(() => this.attempts.delete(attempt));
   }
 
-  /**
-   * Takes the lock from DynamoDB for one waiter: one conditional write when it is free;
-   * otherwise strongly consistent reads, with growing pauses, until it is released or its
-   * record version has stayed the same for a whole lease on this host's monotonic clock.
-   */
-  private async acquireRemote(waiter: Waiter): Promise<HeldLease> {
-    let condition: AcquireCondition = { kind: 'free' };
-    let observed: { rvn: string; leaseMs: number; at: number } | undefined;
-    let poll = POLL_MIN_MS;
-    let retry = RETRY_MIN_MS;
-    let uncertain = false;
-    try {
-      for (;;) {
-        waiter.cancel.signal.throwIfAborted();
-        let current: LockRecord | undefined;
-        const sentAt = monotonicNow();
-        try {
-          const result = await this.store.acquire({ ...this.writeOf(waiter), condition });
-          if (result.acquired) return this.hold(waiter, result.record, sentAt);
-          current = result.current ?? (await this.store.read(waiter.storedKey));
-          retry = RETRY_MIN_MS;
-        } catch (error) {
-          if (!isTransientError(error)) throw error;
-          uncertain = true;
-          if (monotonicNow() >= waiter.deadline) throw error;
-          retry = await this.backoff('Acquisition', waiter, error, retry);
-          continue;
-        }
-        // Wait until the lock is free or its holder has not renewed it for a whole lease.
-        for (;;) {
-          if (!current?.token || current.token === waiter.token) {
-            condition = { kind: 'free' };
-            break;
-          }
-          waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs };
-          const now = monotonicNow();
-          if (!observed || observed.rvn !== current.rvn) {
-            observed = { rvn: current.rvn ?? '', leaseMs: current.leaseMs ?? this.options.leaseMs, at: now };
-          }
-          const expiresIn = observed.at + observed.leaseMs - now;
-          if (expiresIn <= 0) {
-            condition = { kind: 'takeover', rvn: observed.rvn };
-            break;
-          }
-          if (now >= waiter.deadline) throw this.busyError(waiter);
-          await sleep(Math.min(jitter(poll), expiresIn, waiter.deadline - now), waiter.cancel.signal);
-          poll = Math.min(poll * 1.5, POLL_MAX_MS);
-          try {
-            current = await this.store.read(waiter.storedKey);
-          } catch (error) {
-            if (!isTransientError(error)) throw error;
-            retry = await this.backoff('Wait', waiter, error, retry);
-          }
-        }
-      }
-    } catch (error) {
-      // A write whose outcome is unknown may have taken the lock: give it back.
-      if (uncertain) void this.store.release(waiter.storedKey, waiter.token, waiter.leaseMs).catch(() => undefined);
-      throw error;
-    }
-  }
-
   /** Hands a released lock straight to the next local waiter: one write that swaps the owner token. */
   private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot): Promise<boolean> {
     const sentAt = monotonicNow();
     try {
       const result = await this.store.acquire({ ...this.writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
-      if (!result.acquired) return false;
+      if (!result.ok) return false;
       const lease = this.hold(waiter, result.record, sentAt);
       slot.holder = lease;
-      if (waiter.settled) void this.release(lease.lock);
+      if (waiter.settled) void this.releaseQuietly(lease.lock);
       else this.settle(waiter, lease.lock);
       return true;
     } catch (error) {
@@ -467,17 +364,29 @@ export class LockManager implements LockHost {
   }
 
   private writeOf(waiter: Waiter) {
-    return { key: waiter.storedKey, token: waiter.token, owner: this.options.ownerName, leaseMs: waiter.leaseMs, data: waiter.data };
+    return { key: waiter.storedKey, token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data };
   }
 
-  private async backoff(operation: string, waiter: Waiter, error: unknown, delay: number): Promise<number> {
-    const pause = Math.min(jitter(delay), Math.max(0, waiter.deadline - monotonicNow()));
-    this.options.logger.warn?.(TRANSIENT_RETRY(operation, waiter.key, error, pause));
-    await sleep(pause, waiter.cancel.signal);
-    return Math.min(delay * 2, RETRY_MAX_MS);
+  /**
+   * Gives a lock back to DynamoDB: to the head of the item's queue when waiters of other
+   * processes are queued (one write), else a plain release (one write).
+   */
+  private async releaseRemote(lease: HeldLease): Promise<boolean> {
+    if (lease.queuedElsewhere > 0) {
+      const promoted = await this.store.promote(lease.storedKey, lease.token, lease.leaseMs);
+      if (promoted.ok) {
+        this.history.recordBusy(lease.storedKey, monotonicNow());
+        return true;
+      }
+      const current = promoted.current ?? (await this.store.read(lease.storedKey));
+      if (current?.released === lease.token) return true; // our promotion, retried after a lost response
+      if (current?.token !== lease.token) return false;
+    }
+    return this.store.release(lease.storedKey, lease.token, lease.leaseMs);
   }
 
-  private busyError(waiter: Waiter): LockBusyError {
+  /** @internal */
+  busyError(waiter: Waiter): LockBusyError {
     const local = this.slots.get(waiter.storedKey)?.holder;
     if (!waiter.holder && local) {
       waiter.holder = { owner: this.options.ownerName, fencingToken: local.lock.fencingToken, leaseDuration: local.leaseMs };
@@ -493,7 +402,8 @@ export class LockManager implements LockHost {
 
   // ---- Holding ----
 
-  private hold(waiter: Waiter, record: LockRecord, sentAt: number): HeldLease {
+  /** @internal Starts holding a lock whose lease counts from monotonic time `sentAt`. */
+  hold(waiter: Waiter, record: LockRecord, sentAt: number): HeldLease {
     const controller = new AbortController();
     const lock = new Lock({
       key: waiter.key,
@@ -517,6 +427,8 @@ export class LockManager implements LockHost {
       lock,
       controller,
       writes: Promise.resolve(),
+      acquiredAt: monotonicNow(),
+      queuedElsewhere: record.queue.length,
     };
     this.leases.set(lock, lease);
     this.scheduler.add(lease);
@@ -560,6 +472,7 @@ export class LockManager implements LockHost {
         return;
       }
       lease.leaseMs = leaseMs;
+      lease.queuedElsewhere = result.record.queue.length;
       if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(this.options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
       lease.nextBeatAt = sentAt + lease.heartbeatMs;

@@ -28,6 +28,14 @@ export const ATTR = {
   released: 'releasedToken',
   /** Expiry for DynamoDB TTL, in epoch seconds; garbage collection only. */
   ttl: 'ttl',
+  /**
+   * Waiters from other processes, in arrival order: a list of maps with the same attribute
+   * names as the lock (`token`, `owner`, `leaseMs`, `data`), so a release can promote the head
+   * in the same write.
+   */
+  queue: 'queue',
+  /** String set of the queued tokens, so a retried enqueue cannot add a waiter twice. */
+  queued: 'queued',
 } as const;
 
 /** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key`, ... */
@@ -46,6 +54,16 @@ export interface LockRecord {
   acquiredAt?: number;
   updatedAt?: number;
   data?: string;
+  /** Token of the last release (or promotion) of this item. */
+  released?: string;
+  /** Tokens of the waiters queued in the item, head first. */
+  queue: QueuedWaiter[];
+}
+
+/** A waiter recorded in a lock item's queue. */
+export interface QueuedWaiter {
+  token: string;
+  owner?: string;
 }
 
 /** Converts a DynamoDB item into a {@link LockRecord}. */
@@ -59,7 +77,12 @@ export function toLockRecord(item: Record<string, AttributeValue>): LockRecord {
     fencingToken: num(item[ATTR.fence]),
     acquiredAt: num(item[ATTR.acquiredAt]),
     updatedAt: num(item[ATTR.updatedAt]),
-    data: item[ATTR.data]?.S,
+    data: item[ATTR.data]?.S || undefined,
+    released: item[ATTR.released]?.S,
+    queue: (item[ATTR.queue]?.L ?? []).map((entry) => ({
+      token: entry.M?.[ATTR.token]?.S ?? '',
+      owner: entry.M?.[ATTR.owner]?.S,
+    })),
   };
 }
 

@@ -11,8 +11,10 @@ import { isConditionFailure } from './transient-error';
 
 /** Which state of the item an acquisition write may replace. */
 export type AcquireCondition =
-  /** The item is missing or released. */
+  /** The item is missing, or released with nobody queued. */
   | { kind: 'free' }
+  /** The item is released and the writer is the head of its queue (at `index` 0). */
+  | { kind: 'head' }
   /** The item still carries the record version a waiter watched for a whole lease. */
   | { kind: 'takeover'; rvn: string }
   /** The item is held by a local holder who hands it straight to the next local waiter. */
@@ -26,15 +28,21 @@ export interface AcquireWrite {
   leaseMs: number;
   data?: string;
   condition: AcquireCondition;
+  /** The writer's position in the item's queue, when it is queued: the write also dequeues it. */
+  queuedAt?: number;
 }
 
-/** Result of an acquisition write. `current` is the item that blocked it, when the server returned it. */
-export type AcquireResult =
-  | { acquired: true; record: LockRecord }
-  | { acquired: false; current: LockRecord | undefined };
+/** A waiter to record in the item's queue. */
+export interface QueueWrite {
+  key: string;
+  token: string;
+  owner: string;
+  leaseMs: number;
+  data?: string;
+}
 
-/** Result of a heartbeat write. */
-export type HeartbeatResult = { ok: true; rvn: string } | { ok: false; current: LockRecord | undefined };
+/** Result of a conditional write. `current` is the item that blocked it, when the server returned it. */
+export type WriteResult = { ok: true; record: LockRecord } | { ok: false; current: LockRecord | undefined };
 
 /** How the store computes the TTL attribute. */
 export interface LockStoreOptions {
@@ -43,12 +51,26 @@ export interface LockStoreOptions {
   ttlDays: number;
 }
 
+/** One UpdateItem, before attribute names are picked and values completed. */
+interface Update {
+  key: string;
+  set: string[];
+  remove?: string[];
+  add?: string[];
+  delete?: string[];
+  condition: string;
+  values: Record<string, AttributeValue>;
+  returnNew?: boolean;
+}
+
 /**
  * Every DynamoDB request the lock makes, and every condition expression, in one place.
  *
- * Writes are single conditional `UpdateItem`s. Each one that takes or keeps ownership also
- * matches the writer's own token (`OR #token = :token`), so a write the SDK retries after a
- * lost response succeeds again instead of failing against its own earlier success.
+ * Writes are single conditional `UpdateItem`s. A write that takes or keeps ownership also
+ * matches the writer's own token (`OR #token = :token`) where re-applying it is harmless, so a
+ * write the SDK retries after a lost response succeeds again instead of failing against its own
+ * earlier success. Writes that also move the queue are not re-applied; a retry of one fails its
+ * condition, and the caller recognises its own token in the item instead.
  */
 export class LockStore {
   constructor(
@@ -66,13 +88,12 @@ export class LockStore {
    * and raises the fencing counter in the same write. A counter created anew starts from the
    * current time in microseconds, so it still exceeds every token of an item TTL deleted earlier.
    */
-  async acquire(write: AcquireWrite): Promise<AcquireResult> {
+  acquire(write: AcquireWrite): Promise<WriteResult> {
     const now = Date.now();
-    const rvn = randomToken();
     const values: Record<string, AttributeValue> = {
       ':token': { S: write.token },
       ':owner': { S: write.owner },
-      ':rvn': { S: rvn },
+      ':rvn': { S: randomToken() },
       ':lease': { N: String(write.leaseMs) },
       ':now': { N: String(now) },
       ':one': { N: '1' },
@@ -88,115 +109,169 @@ export class LockStore {
       '#fence = if_not_exists(#fence, :fenceBase) + :one',
     ];
     const remove = ['#released'];
-    this.applyTtl(write.leaseMs, now, values, set, remove);
     if (write.data === undefined) remove.push('#data');
     else {
       set.push('#data = :data');
       values[':data'] = { S: write.data };
     }
+    const deletes: string[] = [];
     let condition: string;
     switch (write.condition.kind) {
       case 'free':
-        condition = 'attribute_not_exists(#token) OR #token = :token';
+        condition = 'attribute_not_exists(#token) AND attribute_not_exists(#queue[0])';
+        break;
+      case 'head':
+        condition = 'attribute_not_exists(#token)';
         break;
       case 'takeover':
-        condition = '#rvn = :seenRvn OR #token = :token';
+        condition = '#rvn = :seenRvn';
         values[':seenRvn'] = { S: write.condition.rvn };
         break;
       case 'handover':
-        condition = '#token = :fromToken OR #token = :token';
+        condition = '#token = :fromToken';
         values[':fromToken'] = { S: write.condition.fromToken };
         break;
     }
-    try {
-      const output = await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.options.tableName,
-          Key: { [ATTR.key]: { S: write.key } },
-          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: pick(ATTRIBUTE_NAMES, `${set.join()} ${remove.join()} ${condition}`),
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { acquired: true, record: toLockRecord(output.Attributes ?? {}) };
-    } catch (error) {
-      if (isConditionFailure(error)) return { acquired: false, current: error.Item ? toLockRecord(error.Item) : undefined };
-      throw error;
+    if (write.queuedAt === undefined) {
+      condition = `(${condition}) OR #token = :token`;
+    } else {
+      // Dequeue in the same write; not re-applicable, so no "OR #token = :token" here.
+      const at = Math.trunc(write.queuedAt);
+      condition = `(${condition}) AND #queue[${at}].#token = :token`;
+      remove.push(`#queue[${at}]`);
+      deletes.push('#queued :tokenSet');
+      values[':tokenSet'] = { SS: [write.token] };
     }
+    return this.update({ key: write.key, set, remove, delete: deletes, condition, values, returnNew: true }, write.leaseMs, now);
+  }
+
+  /**
+   * Records a waiter at the end of the item's queue while the lock is held (or others are
+   * queued). A retried enqueue
+   * fails its condition (the token is already in the queued set) instead of adding it twice.
+   */
+  enqueue(waiter: QueueWrite): Promise<WriteResult> {
+    const entry: Record<string, AttributeValue> = {
+      [ATTR.token]: { S: waiter.token },
+      [ATTR.owner]: { S: waiter.owner },
+      [ATTR.lease]: { N: String(waiter.leaseMs) },
+      // Always present: a promotion copies it, and copying a missing path is an error.
+      [ATTR.data]: { S: waiter.data ?? '' },
+    };
+    return this.update(
+      {
+        key: waiter.key,
+        set: ['#queue = list_append(if_not_exists(#queue, :empty), :entry)'],
+        add: ['#queued :tokenSet'],
+        condition: '(attribute_exists(#token) OR attribute_exists(#queue[0])) AND NOT contains(#queued, :token)',
+        values: {
+          ':empty': { L: [] },
+          ':entry': { L: [{ M: entry }] },
+          ':tokenSet': { SS: [waiter.token] },
+          ':token': { S: waiter.token },
+        },
+        returnNew: true,
+      },
+      undefined,
+    );
+  }
+
+  /** Takes a waiter out of the queue (it gave up). Fails when `index` no longer holds its token. */
+  leave(key: string, token: string, index: number): Promise<WriteResult> {
+    const at = Math.trunc(index);
+    return this.update(
+      {
+        key,
+        set: [],
+        remove: [`#queue[${at}]`],
+        delete: ['#queued :tokenSet'],
+        condition: `#queue[${at}].#token = :token`,
+        values: { ':token': { S: token }, ':tokenSet': { SS: [token] } },
+      },
+      undefined,
+    );
   }
 
   /**
    * Keeps a held lock alive: a new record version (which waiters watch), a fresh TTL and,
    * for `extend()`, a new lease duration. Only the owner token's holder can do it.
+   * Returns the item, so the holder learns who is queued.
    */
-  async heartbeat(key: string, token: string, leaseMs: number): Promise<HeartbeatResult> {
+  heartbeat(key: string, token: string, leaseMs: number): Promise<WriteResult> {
     const now = Date.now();
-    const rvn = randomToken();
-    const values: Record<string, AttributeValue> = {
-      ':token': { S: token },
-      ':rvn': { S: rvn },
-      ':lease': { N: String(leaseMs) },
-      ':now': { N: String(now) },
-    };
-    const set = ['#rvn = :rvn', '#lease = :lease', '#updatedAt = :now'];
-    const remove: string[] = [];
-    this.applyTtl(leaseMs, now, values, set, remove);
-    const condition = '#token = :token';
-    try {
-      await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.options.tableName,
-          Key: { [ATTR.key]: { S: key } },
-          UpdateExpression: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: pick(ATTRIBUTE_NAMES, `${set.join()} ${remove.join()} ${condition}`),
-          ExpressionAttributeValues: values,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { ok: true, rvn };
-    } catch (error) {
-      if (isConditionFailure(error)) return { ok: false, current: error.Item ? toLockRecord(error.Item) : undefined };
-      throw error;
-    }
+    return this.update(
+      {
+        key,
+        set: ['#rvn = :rvn', '#lease = :lease', '#updatedAt = :now'],
+        condition: '#token = :token',
+        values: { ':token': { S: token }, ':rvn': { S: randomToken() }, ':lease': { N: String(leaseMs) }, ':now': { N: String(now) } },
+        returnNew: true,
+      },
+      leaseMs,
+      now,
+    );
   }
 
   /**
-   * Releases a held lock: clears the owner token but keeps the item and its fencing counter,
-   * so the next holder's token is larger. Records the released token, so a retry of a release
-   * whose response was lost still reports success.
+   * Releases a held lock: clears the owner token but keeps the item and its fencing counter, so
+   * the next holder's token is larger. Records the released token, so a retry of a release whose
+   * response was lost still reports success.
    * @returns `false` when the token no longer held the lock (nothing was changed).
    */
   async release(key: string, token: string, leaseMs: number): Promise<boolean> {
     const now = Date.now();
-    const values: Record<string, AttributeValue> = {
-      ':token': { S: token },
-      ':rvn': { S: randomToken() },
-      ':now': { N: String(now) },
-    };
-    const set = ['#rvn = :rvn', '#released = :token', '#updatedAt = :now'];
-    const remove = ['#token', '#owner', '#data'];
-    this.applyTtl(leaseMs, now, values, set, remove);
-    const condition = '#token = :token OR #released = :token';
-    try {
-      await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.options.tableName,
-          Key: { [ATTR.key]: { S: key } },
-          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: pick(ATTRIBUTE_NAMES, `${set.join()} ${remove.join()} ${condition}`),
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    const result = await this.update(
+      {
+        key,
+        set: ['#rvn = :rvn', '#released = :token', '#updatedAt = :now'],
+        remove: ['#token', '#owner', '#data'],
+        delete: ['#queued :tokenSet'],
+        condition: '#token = :token OR #released = :token',
+        values: { ':token': { S: token }, ':rvn': { S: randomToken() }, ':now': { N: String(now) }, ':tokenSet': { SS: [token] } },
+      },
+      leaseMs,
+      now,
+    );
+    return result.ok;
+  }
+
+  /**
+   * Releases a held lock straight to the head of the item's queue, in one write: the head's
+   * token, owner, lease and data become the lock's, the fencing counter rises, the head leaves
+   * the queue. Fails (changing nothing) when the token does not hold the lock or nobody is queued.
+   */
+  promote(key: string, token: string, leaseMs: number): Promise<WriteResult> {
+    const now = Date.now();
+    const from = (name: string) => `#${name} = #queue[0].#${name}`;
+    return this.update(
+      {
+        key,
+        set: [
+          from('token'),
+          from('owner'),
+          '#lease = #queue[0].#lease',
+          from('data'),
+          '#rvn = :rvn',
+          '#released = :token',
+          '#acquiredAt = :now',
+          '#updatedAt = :now',
+          '#fence = #fence + :one',
+        ],
+        remove: ['#queue[0]'],
+        delete: ['#queued :tokenSet'],
+        condition: '#token = :token AND attribute_exists(#queue[0])',
+        values: {
+          ':token': { S: token },
+          ':rvn': { S: randomToken() },
+          ':now': { N: String(now) },
+          ':one': { N: '1' },
+          ':tokenSet': { SS: [token] },
+        },
+        returnNew: true,
+      },
+      leaseMs,
+      now,
+    );
   }
 
   /** Strongly consistent read of one lock item. */
@@ -226,15 +301,47 @@ export class LockStore {
     } while (startKey);
   }
 
-  /** Adds the TTL attribute: the later of `ttlDays` and two leases from now, in epoch seconds. */
-  private applyTtl(leaseMs: number, now: number, values: Record<string, AttributeValue>, set: string[], remove: string[]) {
-    if (this.options.ttlDays <= 0) {
-      remove.push('#ttl');
-      return;
+  /**
+   * Sends one conditional UpdateItem. With a lease, refreshes the TTL attribute: the later of
+   * `ttlDays` and two leases from now, in epoch seconds (`ttlDays: 0` removes it).
+   */
+  private async update(update: Update, ttlLeaseMs: number | undefined, now = Date.now()): Promise<WriteResult> {
+    const set = [...update.set];
+    const remove = [...(update.remove ?? [])];
+    const values = { ...update.values };
+    if (ttlLeaseMs !== undefined) {
+      if (this.options.ttlDays <= 0) remove.push('#ttl');
+      else {
+        const keepMs = Math.max(this.options.ttlDays * 86_400_000, 2 * ttlLeaseMs);
+        values[':ttl'] = { N: String(Math.ceil((now + keepMs) / 1000)) };
+        set.push('#ttl = :ttl');
+      }
     }
-    const keepMs = Math.max(this.options.ttlDays * 86_400_000, 2 * leaseMs);
-    values[':ttl'] = { N: String(Math.ceil((now + keepMs) / 1000)) };
-    set.push('#ttl = :ttl');
+    const clauses = [
+      set.length ? `SET ${set.join(', ')}` : '',
+      remove.length ? `REMOVE ${remove.join(', ')}` : '',
+      update.add?.length ? `ADD ${update.add.join(', ')}` : '',
+      update.delete?.length ? `DELETE ${update.delete.join(', ')}` : '',
+    ].filter(Boolean);
+    const expression = clauses.join(' ');
+    try {
+      const output = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.options.tableName,
+          Key: { [ATTR.key]: { S: update.key } },
+          UpdateExpression: expression,
+          ConditionExpression: update.condition,
+          ExpressionAttributeNames: pick(ATTRIBUTE_NAMES, `${expression} ${update.condition}`),
+          ExpressionAttributeValues: values,
+          ReturnValues: update.returnNew ? 'ALL_NEW' : undefined,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { ok: true, record: toLockRecord(output.Attributes ?? { [ATTR.key]: { S: update.key } }) };
+    } catch (error) {
+      if (isConditionFailure(error)) return { ok: false, current: error.Item ? toLockRecord(error.Item) : undefined };
+      throw error;
+    }
   }
 }
 

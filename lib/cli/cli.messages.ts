@@ -1,0 +1,168 @@
+/**
+ * Every message the CLI shows a user, in one place: errors, notes, progress and help texts.
+ * Command descriptions and examples stay next to each command's definition.
+ */
+import type { LockInfo } from '../interfaces/lock-info.interface';
+import { ExitCode } from './exit-codes';
+import { formatDuration, relativeTime } from './output/format-time';
+
+/** Prefix of every line the CLI writes to stderr. */
+export const PROGRAM = 'dynamo-lock';
+
+const DURATION_FORMS =
+  `a number with a unit, e.g. '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d' ` +
+  `(units: ms, s/sec/seconds, m/min/minutes, h/hr/hours, d/days)`;
+
+// ---- Usage errors (exit 2) ----
+
+export const INVALID_DURATION = (option: string, value: string, hint?: string) =>
+  `${option}: ${quote(value)} is not a valid duration${hint ? ` (${hint})` : ''}. Accepted forms: ${DURATION_FORMS}.`;
+
+export const DURATION_NEEDS_UNIT = (value: string) => `add a unit, e.g. '${value.trim()}s'`;
+
+export const DURATION_UNKNOWN_UNIT = (unit: string) => `unknown unit ${quote(unit)}`;
+
+export const DURATION_ZERO = () => `it must be more than zero`;
+
+export const DURATION_TOO_LONG = () => `at most 24 days`;
+
+export const WAIT_ZERO = () => `it must be more than zero; to try only once, use --no-wait`;
+
+export const INVALID_JSON = (option: string, reason: string) => `${option} must be JSON, e.g. '{"job":"deploy"}' or '"text"': ${reason}.`;
+
+export const INVALID_TABLE_NAME = (name: string) =>
+  `--table (or DYNAMO_LOCK_TABLE): ${quote(name)} is not a DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, '_', '.', '-').`;
+
+export const INVALID_ENDPOINT = (endpoint: string) =>
+  `--endpoint (or DYNAMODB_ENDPOINT): ${quote(endpoint)} is not a URL; use for example http://localhost:8000.`;
+
+export const INVALID_SETTING = (detail: string) =>
+  `invalid setting: ${detail} (check --table, --owner, --key-prefix and DYNAMO_LOCK_TABLE, DYNAMO_LOCK_OWNER, DYNAMO_LOCK_KEY_PREFIX).`;
+
+/** Appended to commander's own usage errors, which already say what is wrong. */
+export const USAGE_HINT = () => `(see ${PROGRAM} --help)`;
+
+// ---- Lock outcomes ----
+
+export const LOCK_BUSY = (name: string, owner: string | undefined, fencingToken: number | undefined, waitedMs: number | undefined) =>
+  `lock ${quote(name)} is held by ${owner ? quote(owner) : 'another owner'}${fencingToken === undefined ? '' : ` (fencing token ${fencingToken})`}; ` +
+  (waitedMs === undefined ? `not waiting (--no-wait).` : `gave up after waiting ${formatDuration(waitedMs)}.`);
+
+export const LEASE_NOT_HELD = (name: string, current: LockInfo | null) =>
+  `this lease id does not hold lock ${quote(name)}: ` +
+  (current
+    ? `it is held by ${quote(current.owner)} (fencing token ${current.fencingToken}) since ${relativeTime(current.acquiredAt, new Date())}.`
+    : `the lock is free (the lease expired or was released).`);
+
+export const INTERRUPTED = (name: string, signal: string) => `interrupted by ${signal} while waiting for lock ${quote(name)}.`;
+
+export const WAITING = (name: string, waitedMs: number, holder: LockInfo | null | undefined, problem?: string) =>
+  `Waiting for lock ${quote(name)}` +
+  (problem
+    ? ` (cannot read it: ${problem})`
+    : holder
+      ? `, held by ${quote(holder.owner)} (fencing token ${holder.fencingToken}) since ${relativeTime(holder.acquiredAt, new Date())}`
+      : '') +
+  `; waited ${formatDuration(waitedMs)} …`;
+
+// ---- exec ----
+
+export const LOST_DURING_EXEC = (reason: string, command: string, pid: number | undefined, killAfterMs: number) =>
+  `${reason.replace(/\.$/, '')}. Stopping ${quote(command)}${pid === undefined ? '' : ` (pid ${pid})`}: SIGTERM now, SIGKILL after ${formatDuration(killAfterMs)}; exiting with ${ExitCode.lost}.`;
+
+export const LOST_AT_RELEASE = (name: string, command: string) =>
+  `${quote(command)} finished, but lock ${quote(name)} was no longer held when it was released: another holder may have run at the same time; exiting with ${ExitCode.lost}.`;
+
+export const RELEASE_FAILED = (name: string, error: unknown) =>
+  `could not release lock ${quote(name)} (${errorText(error)}); it will expire after its lease.`;
+
+export const CANNOT_RUN = (command: string, error: NodeJS.ErrnoException) =>
+  `cannot run ${quote(command)}: ${
+    error.code === 'ENOENT' ? 'command not found' : error.code === 'EACCES' ? 'permission denied (not an executable file?)' : oneLine(error.message)
+  }.`;
+
+// ---- Table commands ----
+
+export const TABLE_CREATED = (table: string) => `Created lock table ${quote(table)} (on-demand, partition key "key").`;
+
+export const TABLE_EXISTED = (table: string) => `Lock table ${quote(table)} already exists with the right key schema.`;
+
+export const TABLE_OK = (table: string) => `Lock table ${quote(table)} is ACTIVE with the right key schema (partition key "key", String).`;
+
+export const TTL_STATUS = (attribute: string, status: string | undefined) =>
+  status === undefined
+    ? `TTL: unknown (this server has no TTL API); released lock items are not cleaned up automatically.`
+    : status === 'ENABLED' || status === 'ENABLING'
+      ? `TTL: ${status.toLowerCase()} on attribute ${quote(attribute)}.`
+      : `TTL: ${status.toLowerCase()}; run \`${PROGRAM} table-create\` to enable it on attribute ${quote(attribute)}, so released lock items are cleaned up.`;
+
+// ---- inspect / list ----
+
+export const LOCK_FREE = (name: string) => `Lock ${quote(name)} is free.`;
+
+export const NO_LOCKS = (prefix: string) => (prefix ? `No locks held with keys starting with ${quote(prefix)}.` : `No locks held.`);
+
+// ---- AWS and infrastructure (exit 4) ----
+
+export const TABLE_NOT_FOUND = (table: string) =>
+  `DynamoDB table ${quote(table)} does not exist (create it with \`${PROGRAM} table-create --table ${table}\`).`;
+
+export const ENDPOINT_UNREACHABLE = (endpoint: string | undefined, detail: string) =>
+  `cannot reach DynamoDB${endpoint ? ` at ${endpoint}` : ''}: ${detail}.`;
+
+export const NO_CREDENTIALS = (detail: string) =>
+  `no AWS credentials: ${detail.replace(/\.$/, '')}. Use --profile, AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.`;
+
+export const NO_REGION = () => `no AWS region: pass --region or set AWS_REGION.`;
+
+export const AWS_ERROR = (name: string, message: string) => `DynamoDB error ${name}: ${message.replace(/\.$/, '')}.`;
+
+export const UNEXPECTED = (error: unknown) => `unexpected error: ${errorText(error)} (run with --debug for details).`;
+
+export const VERSION_UNKNOWN = () => 'unknown';
+
+// ---- Help ----
+
+/** The exit-code table shown by `--help`. */
+export const EXIT_CODES_HELP = () =>
+  [
+    'Exit codes:',
+    `  ${ExitCode.ok}    success`,
+    `  ${ExitCode.busy}    lock busy (--no-wait), or the wait timed out`,
+    `  ${ExitCode.usage}    usage error: unknown command or option, malformed duration or JSON, bad lock name`,
+    `  ${ExitCode.lost}    lease lost, or the lease id does not hold the lock`,
+    `  ${ExitCode.infrastructure}    AWS or DynamoDB error: missing or wrong table, endpoint unreachable, credentials`,
+    `  130  interrupted while waiting (128 + signal number; 143 for SIGTERM, 129 for SIGHUP)`,
+    `  exec exits with its command's exit code (128 + N if signal N ended it; ${ExitCode.commandNotFound} if the command`,
+    `  was not found, ${ExitCode.commandNotExecutable} if it could not be run); ${ExitCode.lost} if the lock was lost while it ran.`,
+  ].join('\n');
+
+/** Environment variables shown by `--help`. */
+export const ENVIRONMENT_HELP = () =>
+  [
+    'Environment:',
+    '  DYNAMO_LOCK_TABLE       lock table (--table; default "nestjs-dynamo-lock")',
+    '  DYNAMODB_ENDPOINT       DynamoDB endpoint URL (--endpoint), e.g. http://localhost:8000',
+    '  AWS_REGION              AWS region (--region)',
+    '  AWS_PROFILE             AWS profile (--profile); other AWS_* variables work as in the AWS CLI',
+    '  DYNAMO_LOCK_OWNER       owner name stored with locks (--owner)',
+    '  DYNAMO_LOCK_KEY_PREFIX  prefix added to every lock name (--key-prefix)',
+  ].join('\n');
+
+// ---- Helpers ----
+
+/** A value in double quotes, with control characters escaped so it prints on one line. */
+export function quote(text: string): string {
+  return JSON.stringify(text);
+}
+
+/** An error as `Name: message`, on one line. */
+export function errorText(error: unknown): string {
+  if (error instanceof Error) return oneLine(error.name && error.name !== 'Error' ? `${error.name}: ${error.message}` : error.message);
+  return oneLine(String(error));
+}
+
+/** Collapses line breaks, so a message stays one line. */
+export function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+}

@@ -1,0 +1,105 @@
+import type { Command } from 'commander';
+import type { Lock } from '../../core/lock';
+import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELEASE_FAILED } from '../cli.messages';
+import type { CommandRunner } from '../command-runner';
+import { childExitCode, ExitCode } from '../exit-codes';
+import { type ChildOutcome, SupervisedChild } from '../exec/supervised-child';
+import { type AcquireCommandOptions, dataOption, leaseDurationOption, parseDataOption, parseDurationOption, parseWaitOption, waitOptions } from '../options';
+import type { Session } from '../session';
+import { onSignals } from '../signals';
+import { interruptReason, waitForLock } from '../wait-for-lock';
+
+const EXAMPLES = `
+The lock is renewed in the background (every third of the lease) while COMMAND runs, and
+released when it exits. SIGINT, SIGTERM and SIGHUP are passed on to COMMAND. If the lock is
+lost while COMMAND runs (DynamoDB unreachable for a whole lease, or taken over), COMMAND gets
+SIGTERM, then SIGKILL after --kill-after, and exec exits 3. Put "--" before COMMAND.
+
+Examples:
+  $ dynamo-lock exec deploy -- ./deploy.sh production
+  $ dynamo-lock exec nightly-report --no-wait -- node report.js || echo "another run is busy"
+  $ dynamo-lock exec migrations --wait 10m --lease-duration 1m -- npm run migrate
+  $ dynamo-lock exec backup -- sh -c 'pg_dump mydb | gzip > backup.sql.gz'
+
+Exit status: COMMAND's own (128 + N if signal N ended it), 1 if the lock stayed busy,
+3 if the lock was lost while COMMAND ran, 127 if COMMAND was not found.`;
+
+interface ExecOptions extends AcquireCommandOptions {
+  killAfter: string;
+}
+
+/** `exec NAME -- COMMAND...`: runs a command while holding the lock. */
+export function registerExec(program: Command, runner: CommandRunner): void {
+  const command = program
+    .command('exec')
+    .description('Run COMMAND while holding the lock, renewing it in the background; release it when COMMAND exits.')
+    .argument('<name>', 'lock name')
+    .argument('<command...>', 'the command and its arguments, after "--"')
+    .addOption(leaseDurationOption('30s', 'lease, renewed every third of it while COMMAND runs; others take over this long after a crash'));
+  for (const option of waitOptions()) command.addOption(option);
+  command
+    .addOption(dataOption())
+    .option('--kill-after <duration>', 'after the lock is lost: how long COMMAND has between SIGTERM and SIGKILL', '10s')
+    .addHelpText('after', EXAMPLES)
+    .action((name: string, argv: string[], options: ExecOptions, cmd: Command) =>
+      runner.run(cmd, (session) => exec(session, name, argv, options), { ownerWithPid: true }),
+    );
+}
+
+async function exec(session: Session, name: string, argv: readonly string[], options: ExecOptions): Promise<number> {
+  const leaseMs = parseDurationOption(options.leaseDuration, '--lease-duration');
+  const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
+  const wait = parseWaitOption(options.wait);
+  const data = parseDataOption(options.data);
+  const [commandName, ...args] = argv;
+
+  // One handler for the whole command: it interrupts the wait, then forwards to the child.
+  const interrupt = new AbortController();
+  let child: SupervisedChild | undefined;
+  const stopHandling = onSignals((signal) => {
+    if (child) child.signal(signal);
+    else interrupt.abort(interruptReason(name, signal));
+  });
+  try {
+    const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: true, signal: interrupt.signal });
+    child = new SupervisedChild(commandName, args);
+    const running = child;
+    let lost = false;
+    const onLost = () => {
+      lost = true;
+      const reason = lock.signal.reason instanceof Error ? lock.signal.reason.message : errorText(lock.signal.reason);
+      session.io.err(`${PROGRAM}: ${LOST_DURING_EXEC(reason, commandName, running.pid, killAfterMs)}`);
+      running.terminate(killAfterMs);
+    };
+    const lockSignal = lock.signal;
+    if (lockSignal.aborted) onLost();
+    else lockSignal.addEventListener('abort', onLost, { once: true });
+    const outcome = await running.done;
+    lockSignal.removeEventListener('abort', onLost);
+    if (lost) return ExitCode.lost;
+    return await finish(session, lock, commandName, outcome);
+  } finally {
+    stopHandling();
+  }
+}
+
+/** Releases the lock after the child ended, and picks the exit code. */
+async function finish(session: Session, lock: Lock, commandName: string, outcome: ChildOutcome): Promise<number> {
+  let released: boolean;
+  try {
+    released = await lock.release();
+  } catch (error) {
+    // The work is done; the lease runs out on its own.
+    session.io.err(`${PROGRAM}: ${RELEASE_FAILED(lock.key, error)}`);
+    released = true;
+  }
+  if (outcome.kind === 'failed') {
+    session.io.err(`${PROGRAM}: ${CANNOT_RUN(commandName, outcome.error)}`);
+    return outcome.error.code === 'ENOENT' ? ExitCode.commandNotFound : ExitCode.commandNotExecutable;
+  }
+  if (!released) {
+    session.io.err(`${PROGRAM}: ${LOST_AT_RELEASE(lock.key, commandName)}`);
+    return ExitCode.lost;
+  }
+  return childExitCode(outcome.code, outcome.signal);
+}

@@ -1,0 +1,41 @@
+import type { Command } from 'commander';
+import { createLockTable, ensureLockTable } from '../../store/lock-table';
+import { TABLE_CREATED, TABLE_EXISTED, TTL_STATUS } from '../cli.messages';
+import type { CommandRunner } from '../command-runner';
+import { ExitCode } from '../exit-codes';
+import type { Session } from '../session';
+import { describeTtl, TTL_ATTRIBUTE } from '../table-ttl';
+
+const EXAMPLES = `
+Examples:
+  $ dynamo-lock table-create --table deploy-locks --region eu-west-1
+  $ dynamo-lock table-create --endpoint http://localhost:8000 --region us-east-1
+
+Creating a table that already exists with the right schema succeeds (and turns TTL on).`;
+
+/** `table-create`: creates the lock table (on-demand, TTL on), or checks the one that exists. */
+export function registerTableCreate(program: Command, runner: CommandRunner): void {
+  program
+    .command('table-create')
+    .description('Create the lock table: on-demand capacity, partition key "key" (String), TTL on attribute "ttl".')
+    .addHelpText('after', EXAMPLES)
+    .action((_options: unknown, command: Command) => runner.run(command, tableCreate));
+}
+
+async function tableCreate(session: Session): Promise<number> {
+  const { client } = session.manager;
+  let created = false;
+  let ttlProblem: string | undefined;
+  await createLockTable(client, session.tableName, {
+    log: () => (created = true),
+    warn: (message: unknown) => (ttlProblem = String(message)),
+  });
+  await ensureLockTable(client, session.tableName, { create: false });
+  const ttl = await describeTtl(client, session.tableName);
+  const ttlOn = ttl === 'ENABLED' || ttl === 'ENABLING';
+  if (!session.quiet) {
+    const table = created ? TABLE_CREATED(session.tableName) : TABLE_EXISTED(session.tableName);
+    session.io.out(`${table}\n${!ttlOn && ttlProblem ? ttlProblem : TTL_STATUS(TTL_ATTRIBUTE, ttl)}\n`);
+  }
+  return ExitCode.ok;
+}

@@ -1,0 +1,98 @@
+import { Option } from 'commander';
+import { LockValidationError } from '../errors/lock.errors';
+import { parseDuration } from '../utils/duration';
+import {
+  DURATION_NEEDS_UNIT,
+  DURATION_TOO_LONG,
+  DURATION_UNKNOWN_UNIT,
+  DURATION_ZERO,
+  INVALID_DURATION,
+  INVALID_JSON,
+  WAIT_ZERO,
+} from './cli.messages';
+import { UsageError } from './cli.errors';
+
+/** Options shared by the commands that acquire a lock. */
+export interface AcquireCommandOptions {
+  leaseDuration: string;
+  /** A duration, `false` for `--no-wait`, or `undefined` to wait without limit. */
+  wait?: string | false;
+  data?: string;
+}
+
+/** `-l, --lease-duration <duration>` with a default shown in the help. */
+export function leaseDurationOption(defaultValue: string, description: string): Option {
+  return new Option('-l, --lease-duration <duration>', description).default(defaultValue);
+}
+
+/** `-w, --wait <duration>` and `-n, --no-wait`. */
+export function waitOptions(): Option[] {
+  return [
+    new Option('-w, --wait <duration>', 'give up (exit 1) if the lock is still busy after this long (default: wait without limit)'),
+    new Option('-n, --no-wait', 'try once; exit 1 at once if the lock is busy'),
+  ];
+}
+
+/** `--data <json>`. */
+export function dataOption(): Option {
+  return new Option('--data <json>', 'JSON stored with the lock and shown by inspect and list');
+}
+
+/** `--json`. */
+export function jsonOption(): Option {
+  return new Option('--json', 'print JSON instead of a table');
+}
+
+/**
+ * Parses a duration given on the command line into milliseconds. Unlike the library, a bare
+ * number is refused: `--wait 30` would otherwise mean 30 milliseconds.
+ * @throws UsageError naming the option and listing the accepted forms.
+ */
+export function parseDurationOption(value: string, option: string): number {
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) throw new UsageError(INVALID_DURATION(option, value, DURATION_NEEDS_UNIT(value)));
+  try {
+    return parseDuration(value, option);
+  } catch (error) {
+    if (!(error instanceof LockValidationError)) throw error;
+    throw new UsageError(INVALID_DURATION(option, value, durationHint(value, option)), { cause: error });
+  }
+}
+
+/** Why a duration the library refused is wrong, when it can be told. */
+function durationHint(value: string, option: string): string | undefined {
+  if (!/^\s*(\d+(\.\d+)?\s*[a-z]+\s*)+$/i.test(value)) return undefined;
+  const parts = [...value.matchAll(/(\d+(?:\.\d+)?)\s*([a-z]+)/gi)];
+  const unknown = parts.find((part) => !isKnownUnit(part[2]));
+  if (unknown) return DURATION_UNKNOWN_UNIT(unknown[2]);
+  if (parts.every((part) => Number(part[1]) === 0)) return option === '--wait' ? WAIT_ZERO() : DURATION_ZERO();
+  return DURATION_TOO_LONG();
+}
+
+function isKnownUnit(unit: string): boolean {
+  try {
+    parseDuration(`1${unit}`, 'unit');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `--wait` / `--no-wait` as the engine's `wait`: milliseconds, `false` for one attempt, `true` for no limit. */
+export function parseWaitOption(wait: string | false | undefined): number | boolean {
+  if (wait === undefined) return true;
+  if (wait === false) return false;
+  return parseDurationOption(wait, '--wait');
+}
+
+/**
+ * Parses `--data`.
+ * @throws UsageError when it is not JSON.
+ */
+export function parseDataOption(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new UsageError(INVALID_JSON('--data', error instanceof Error ? error.message : String(error)), { cause: error });
+  }
+}

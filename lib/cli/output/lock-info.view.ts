@@ -1,0 +1,76 @@
+import type { LockInfo } from '../../interfaces/lock-info.interface';
+import { formatDuration, relativeTime } from './format-time';
+
+/** A held lock as `inspect --json` and `list --json` print it. Times are ISO 8601, by the holder's clock. */
+export interface LockInfoJson {
+  key: string;
+  owner: string;
+  fencingToken: number;
+  acquiredAt: string;
+  updatedAt: string;
+  /** Lease in milliseconds. */
+  leaseDuration: number;
+  /** When the lease runs out unless renewed: `updatedAt` + lease. */
+  expiresAt: string;
+  data?: unknown;
+}
+
+/** Column headers of {@link lockInfoRow}. */
+export const LOCK_COLUMNS = ['KEY', 'OWNER', 'FENCING TOKEN', 'ACQUIRED', 'RENEWED', 'LEASE', 'EXPIRES', 'DATA'] as const;
+
+/** The JSON form of a lock. */
+export function lockInfoJson(info: LockInfo): LockInfoJson {
+  const json: LockInfoJson = {
+    key: info.key,
+    owner: info.owner,
+    fencingToken: info.fencingToken,
+    acquiredAt: info.acquiredAt.toISOString(),
+    updatedAt: info.updatedAt.toISOString(),
+    leaseDuration: info.leaseDuration,
+    expiresAt: expiresAt(info).toISOString(),
+  };
+  if (info.data !== undefined) json.data = info.data;
+  return json;
+}
+
+/** One row of the `list` table. */
+export function lockInfoRow(info: LockInfo, now: Date): string[] {
+  return [
+    info.key,
+    info.owner,
+    String(info.fencingToken),
+    relativeTime(info.acquiredAt, now),
+    relativeTime(info.updatedAt, now),
+    formatDuration(info.leaseDuration),
+    expiry(info, now),
+    dataText(info.data),
+  ];
+}
+
+/** The fields `inspect` shows, one per line. */
+export function lockInfoFields(info: LockInfo, now: Date): [string, string][] {
+  return [
+    ['Key', info.key],
+    ['Owner', info.owner],
+    ['Fencing token', String(info.fencingToken)],
+    ['Acquired', `${info.acquiredAt.toISOString()} (${relativeTime(info.acquiredAt, now)})`],
+    ['Renewed', `${info.updatedAt.toISOString()} (${relativeTime(info.updatedAt, now)})`],
+    ['Lease', formatDuration(info.leaseDuration)],
+    ['Expires', `${expiresAt(info).toISOString()} (${expiry(info, now)})`],
+    ['Data', dataText(info.data)],
+  ];
+}
+
+function expiresAt(info: LockInfo): Date {
+  return new Date(info.updatedAt.getTime() + info.leaseDuration);
+}
+
+/** `in 4m` or `4s overdue` (by the holder's clock against ours: approximate). */
+function expiry(info: LockInfo, now: Date): string {
+  const left = expiresAt(info).getTime() - now.getTime();
+  return left >= 0 ? `in ${formatDuration(left)}` : `${formatDuration(-left)} overdue`;
+}
+
+function dataText(data: unknown): string {
+  return data === undefined ? '' : JSON.stringify(data);
+}

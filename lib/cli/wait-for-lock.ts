@@ -1,0 +1,61 @@
+import type { Lock } from '../core/lock';
+import { LockBusyError } from '../errors/lock.errors';
+import { INTERRUPTED, LOCK_BUSY } from './cli.messages';
+import { CliError, InterruptedError } from './cli.errors';
+import { ExitCode, signalExitCode } from './exit-codes';
+import { WaitProgress } from './progress';
+import type { Session } from './session';
+import type { HandledSignal } from './signals';
+
+/** What to acquire, and how. */
+export interface LockRequest {
+  name: string;
+  /** Milliseconds, `true` without limit, `false` for one attempt. */
+  wait: number | boolean;
+  leaseMs: number;
+  data: unknown;
+  /** Renew the lease in the background (`exec`), or leave that to `renew` (`acquire`). */
+  heartbeat: boolean;
+  /** Aborts the wait, with an {@link InterruptedError} as reason (see {@link interruptReason}). */
+  signal: AbortSignal;
+}
+
+/**
+ * Acquires a lock for a command, with the progress line while it waits.
+ * @throws CliError with exit code 1 when the lock stays busy.
+ * @throws InterruptedError when `request.signal` aborts.
+ */
+export async function waitForLock(session: Session, request: LockRequest): Promise<Lock> {
+  const { manager } = session;
+  const willWait = request.wait !== false;
+  const progress = willWait && session.showProgress ? new WaitProgress(session.io, request.name, () => manager.inspect(request.name)) : undefined;
+  try {
+    if (willWait) {
+      // One read first: the engine retries network errors for the whole wait (which may have
+      // no limit), so an unreachable endpoint fails here, at once, instead.
+      const holder = await manager.inspect(request.name);
+      request.signal.throwIfAborted();
+      progress?.start(holder);
+    }
+    return await manager.acquire(request.name, {
+      wait: request.wait,
+      leaseDuration: request.leaseMs,
+      data: request.data,
+      heartbeat: request.heartbeat,
+      signal: request.signal,
+    });
+  } catch (error) {
+    if (error instanceof LockBusyError) {
+      const waited = willWait ? error.waitedMs : undefined;
+      throw new CliError(LOCK_BUSY(request.name, error.holder?.owner, error.holder?.fencingToken, waited), ExitCode.busy, { cause: error });
+    }
+    throw error;
+  } finally {
+    progress?.stop();
+  }
+}
+
+/** The abort reason for a wait that `signal` interrupted: exit code 128 + its number. */
+export function interruptReason(name: string, signal: HandledSignal): InterruptedError {
+  return new InterruptedError(INTERRUPTED(name, signal), signalExitCode(signal), signal);
+}

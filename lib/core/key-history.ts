@@ -1,0 +1,53 @@
+/** How many keys are remembered; the least recently updated are forgotten first. */
+const MAX_KEYS = 1_000;
+/** Weight of a new sample in the moving average of hold times. */
+const ALPHA = 0.3;
+
+interface KeyFacts {
+  /** Moving average of how long holders keep the key, in ms. */
+  holdMs?: number;
+  /** Monotonic time this process last saw (or made) the key held by someone else. */
+  busyAt?: number;
+}
+
+/**
+ * What this process learned about contended keys: how long holders keep them (from its own
+ * holds and owner changes it watched) and whether one was just seen busy. Waiters use it to
+ * poll when a release is due instead of on a fixed timer, and to queue up at once for a key
+ * they know is busy instead of paying for a write that would fail.
+ */
+export class KeyHistory {
+  private readonly facts = new Map<string, KeyFacts>();
+
+  /** The estimated hold time of `key` in ms, if anything was learned. */
+  holdEstimate(key: string): number | undefined {
+    return this.facts.get(key)?.holdMs;
+  }
+
+  /** Whether `key` was seen busy so recently that a first write would very likely fail. */
+  probablyBusy(key: string, now: number): boolean {
+    const facts = this.facts.get(key);
+    if (facts?.busyAt === undefined) return false;
+    return now - facts.busyAt < Math.max(2 * (facts.holdMs ?? 0), 50);
+  }
+
+  /** Adds one observed hold time. */
+  recordHold(key: string, holdMs: number): void {
+    if (!(holdMs >= 0) || !Number.isFinite(holdMs)) return;
+    const facts = this.touch(key);
+    facts.holdMs = facts.holdMs === undefined ? holdMs : facts.holdMs + ALPHA * (holdMs - facts.holdMs);
+  }
+
+  /** Notes that `key` is held by someone else now (or free, with `busy: false`). */
+  recordBusy(key: string, now: number, busy = true): void {
+    this.touch(key).busyAt = busy ? now : undefined;
+  }
+
+  private touch(key: string): KeyFacts {
+    const facts = this.facts.get(key) ?? {};
+    this.facts.delete(key);
+    this.facts.set(key, facts);
+    if (this.facts.size > MAX_KEYS) this.facts.delete(this.facts.keys().next().value as string);
+    return facts;
+  }
+}

@@ -1,0 +1,54 @@
+/** The manager's bookkeeping types: held leases, waiting callers, per-key slots. */
+import type { LockHolder } from '../errors/lock.errors';
+import type { ScheduledLease } from './heartbeat.scheduler';
+import type { Lock } from './lock';
+
+/** A lock this manager holds. Times are on the local monotonic clock. */
+export interface HeldLease extends ScheduledLease {
+  storedKey: string;
+  token: string;
+  leaseMs: number;
+  /** Interval between heartbeats; `Infinity` when the holder renews by hand. */
+  heartbeatMs: number;
+  state: 'held' | 'released' | 'lost';
+  lock: Lock;
+  controller: AbortController;
+  /** Serialises this lease's writes, so a heartbeat never lands after (and undoes) an extend. */
+  writes: Promise<unknown>;
+  lastError?: unknown;
+  /** Monotonic time of acquisition, for the hold-time estimate. */
+  acquiredAt: number;
+  /** Waiters of other processes queued in the item, as last seen (drives release vs. promotion). */
+  queuedElsewhere: number;
+}
+
+/** A caller waiting for a key. */
+export interface Waiter {
+  key: string;
+  storedKey: string;
+  /** The owner token this caller writes with on every attempt, so a lost response is recognised. */
+  token: string;
+  /** Owner name written with the lock. */
+  owner: string;
+  leaseMs: number;
+  data: string | undefined;
+  heartbeat: boolean;
+  startedAt: number;
+  deadline: number;
+  /** Aborts on the caller's signal, at the deadline, or at shutdown. */
+  cancel: AbortController;
+  /** Last holder seen, for the busy error. */
+  holder?: LockHolder;
+  settled: boolean;
+  resolve(lock: Lock): void;
+  reject(error: unknown): void;
+}
+
+/** The state of one key in this manager: its local holder and the local FIFO queue of waiters. */
+export interface KeySlot {
+  storedKey: string;
+  holder?: HeldLease;
+  waiters: Waiter[];
+  /** A waiter is talking to DynamoDB for this key. */
+  polling: boolean;
+}

@@ -1,0 +1,229 @@
+import type { LoggerService } from '@nestjs/common';
+import type { LockBusyError } from '../errors/lock.errors';
+import { TRANSIENT_RETRY } from '../errors/lock.messages';
+import type { LockRecord } from '../store/lock-record';
+import type { AcquireCondition, LockStore, WriteResult } from '../store/lock.store';
+import { isTransientError } from '../store/transient-error';
+import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
+import type { KeyHistory } from './key-history';
+import type { HeldLease, Waiter } from './lock-state';
+
+/** Shortest pause between polls, and the first one when nothing is known about the holder. */
+const POLL_MIN_MS = 2;
+const FIRST_POLL_MS = 5;
+const POLL_MAX_MS = 1_000;
+/** Growth of the pause while a release is overdue or nothing is known. */
+const POLL_GROWTH = 1.5;
+/** Backoff after a transient DynamoDB error. */
+const RETRY_MIN_MS = 50;
+const RETRY_MAX_MS = 2_000;
+
+/** What a remote acquisition needs from the manager. */
+export interface AcquisitionHost {
+  readonly store: LockStore;
+  readonly history: KeyHistory;
+  readonly options: { readonly logger: LoggerService; readonly leaseMs: number };
+  /** Starts holding the lock described by `record`, valid from monotonic time `validFrom`. */
+  hold(waiter: Waiter, record: LockRecord, validFrom: number): HeldLease;
+  busyError(waiter: Waiter): LockBusyError;
+}
+
+type Step =
+  | { kind: 'write'; condition: AcquireCondition; queuedAt?: number }
+  | { kind: 'enqueue' }
+  | { kind: 'wait' };
+
+/**
+ * Takes a lock from DynamoDB for one waiter: the head of this process's local queue.
+ *
+ * - Free lock: one conditional write.
+ * - Busy lock: the waiter records itself in the item's queue (one write), and the holder's
+ *   release hands the lock to the queue's head in the same write. Waiters are served in arrival
+ *   order across processes, and the releaser cannot jump the queue.
+ * - While queued, the waiter polls with strongly consistent reads (a fifth of a write's price),
+ *   timed by how long this key's holders usually keep it, to learn it was promoted.
+ * - A holder that stops renewing is taken over once its record version stayed the same for a
+ *   whole lease on this host's monotonic clock: no wall clocks are compared.
+ */
+export class RemoteAcquisition {
+  private current: LockRecord | undefined;
+  private known = false;
+  /** The record version being watched, its lease, and when it was first seen. */
+  private observed: { rvn: string; leaseMs: number; at: number } | undefined;
+  private holderToken: string | undefined;
+  private holderSince = 0;
+  /** This waiter's index in the item's queue, when queued. */
+  private queuedAt: number | undefined;
+  /** Send time of the last request whose answer showed another owner: the earliest our lease can start. */
+  private lastNotMineAt = monotonicNow();
+  private uncertain = false;
+  private retryMs = RETRY_MIN_MS;
+  private pollStreak = 0;
+  private rttMs = 2;
+
+  constructor(
+    private readonly host: AcquisitionHost,
+    private readonly waiter: Waiter,
+  ) {}
+
+  /** Runs until the lock is held, the wait ends (busy error) or the caller gives up. */
+  async run(): Promise<HeldLease> {
+    try {
+      return await this.loop();
+    } catch (error) {
+      const promoted = await this.cleanUp();
+      if (promoted) return promoted;
+      throw error;
+    }
+  }
+
+  private async loop(): Promise<HeldLease> {
+    const { waiter, host } = this;
+    if (host.history.probablyBusy(waiter.storedKey, monotonicNow()) && waiter.deadline > waiter.startedAt) {
+      this.known = true;
+      this.current = { key: waiter.storedKey, token: '?', queue: [] };
+    }
+    for (;;) {
+      waiter.cancel.signal.throwIfAborted();
+      if (this.known && this.current?.token === waiter.token) return host.hold(waiter, this.current, this.lastNotMineAt);
+      const step = this.nextStep();
+      if (step.kind === 'wait') {
+        await sleep(this.pollDelay(), waiter.cancel.signal);
+        await this.read();
+        continue;
+      }
+      const sentAt = monotonicNow();
+      const result = await this.request(() =>
+        step.kind === 'enqueue'
+          ? host.store.enqueue(this.writeOf())
+          : host.store.acquire({ ...this.writeOf(), condition: step.condition, queuedAt: step.queuedAt }),
+      );
+      if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt);
+      // Servers that do not return the blocking item (dynalite) need a read.
+      if (result && !result.ok && !result.current) await this.read();
+    }
+  }
+
+  /** Decides the next request from the last view of the item. */
+  private nextStep(): Step {
+    const { waiter, current } = this;
+    if (!this.known || !current) return { kind: 'write', condition: { kind: 'free' } };
+    const now = monotonicNow();
+    if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
+      // The record did not change for a whole lease: its holder (or the queue's head) is gone.
+      return { kind: 'write', condition: { kind: 'takeover', rvn: this.observed.rvn }, queuedAt: this.queuedAt };
+    }
+    if (!current.token) {
+      if (current.queue.length === 0) return { kind: 'write', condition: { kind: 'free' } };
+      if (this.queuedAt === 0) return { kind: 'write', condition: { kind: 'head' }, queuedAt: 0 };
+    }
+    if (this.queuedAt !== undefined) return { kind: 'wait' };
+    if (now >= waiter.deadline) throw this.host.busyError(waiter);
+    return { kind: 'enqueue' };
+  }
+
+  /**
+   * Sends one request and takes in what its answer shows. Transient errors are retried here with
+   * backoff until the deadline; a write that failed that way may have been applied, which a later
+   * view reveals (our token in the item).
+   */
+  private async request(send: () => Promise<WriteResult>, isRead = false): Promise<WriteResult | undefined> {
+    const sentAt = monotonicNow();
+    try {
+      const result = await send();
+      this.rttMs += 0.2 * (monotonicNow() - sentAt - this.rttMs);
+      this.retryMs = RETRY_MIN_MS;
+      if (result.ok) this.see(result.record, sentAt);
+      else if (result.current || isRead) this.see(result.current, sentAt);
+      return result;
+    } catch (error) {
+      if (!isTransientError(error)) throw error;
+      this.uncertain = true;
+      if (monotonicNow() >= this.waiter.deadline) throw error;
+      const pause = Math.min(jitter(this.retryMs), Math.max(0, this.waiter.deadline - monotonicNow()));
+      this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, pause));
+      await sleep(pause, this.waiter.cancel.signal);
+      this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+      return undefined;
+    }
+  }
+
+  /** One strongly consistent read of the item, taken into the view. */
+  private read(): Promise<WriteResult | undefined> {
+    return this.request(() => this.host.store.read(this.waiter.storedKey).then((current) => ({ ok: false as const, current })), true);
+  }
+
+  /** Updates the view: queue position, watched record version, holder changes and their timing. */
+  private see(record: LockRecord | undefined, sentAt: number): void {
+    const now = monotonicNow();
+    const { waiter, host } = this;
+    this.current = record ?? { key: waiter.storedKey, queue: [] };
+    this.known = true;
+    const index = this.current.queue.findIndex((entry) => entry.token === waiter.token);
+    this.queuedAt = index < 0 ? undefined : index;
+    const holder = this.current.token;
+    if (holder === waiter.token) return;
+    this.lastNotMineAt = sentAt;
+    if (holder) {
+      waiter.holder = { owner: this.current.owner, fencingToken: this.current.fencingToken, leaseDuration: this.current.leaseMs };
+      host.history.recordBusy(waiter.storedKey, now);
+    }
+    if (holder !== this.holderToken) {
+      if (this.holderToken && holder) host.history.recordHold(waiter.storedKey, now - this.holderSince);
+      this.holderToken = holder;
+      this.holderSince = now;
+      this.pollStreak = 0;
+    }
+    const watched = holder || this.current.queue.length > 0 ? this.current.rvn : undefined;
+    if (watched === undefined) this.observed = undefined;
+    else if (this.observed?.rvn !== watched) {
+      this.observed = { rvn: watched, leaseMs: this.current.leaseMs ?? host.options.leaseMs, at: now };
+    }
+  }
+
+  /**
+   * How long to wait before the next poll: until the release this waiter's turn depends on is
+   * expected (from the key's usual hold time), then briefly and growing while it is overdue;
+   * never past the takeover check or the deadline.
+   */
+  private pollDelay(): number {
+    const now = monotonicNow();
+    const estimate = this.host.history.holdEstimate(this.waiter.storedKey);
+    let delay: number;
+    const expected = estimate === undefined ? undefined : this.holderSince + estimate * ((this.queuedAt ?? 0) + 1) - this.rttMs;
+    if (expected !== undefined && expected - now > POLL_MIN_MS && this.pollStreak === 0) delay = expected - now;
+    else delay = (estimate === undefined ? FIRST_POLL_MS : POLL_MIN_MS) * POLL_GROWTH ** this.pollStreak++;
+    if (this.observed) delay = Math.min(delay, Math.max(0, this.observed.at + this.observed.leaseMs - now));
+    return Math.max(0, Math.min(delay, POLL_MAX_MS, this.waiter.deadline - now));
+  }
+
+  /**
+   * After a failure or cancellation: leaves the item's queue, so no release promotes a waiter
+   * that is gone. If the lock was handed to this waiter meanwhile, returns it (the manager then
+   * passes it on).
+   */
+  private async cleanUp(): Promise<HeldLease | undefined> {
+    if (this.queuedAt === undefined && !this.uncertain) return undefined;
+    const { store } = this.host;
+    const { waiter } = this;
+    try {
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const sentAt = monotonicNow();
+        const record = await store.read(waiter.storedKey);
+        if (record?.token === waiter.token) return this.host.hold(waiter, record, this.lastNotMineAt);
+        this.lastNotMineAt = sentAt;
+        const index = record?.queue.findIndex((entry) => entry.token === waiter.token) ?? -1;
+        if (index < 0) return undefined;
+        if ((await store.leave(waiter.storedKey, waiter.token, index)).ok) return undefined;
+      }
+    } catch {
+      // Best effort: a waiter left in the queue is skipped one lease after it is promoted.
+    }
+    return undefined;
+  }
+
+  private writeOf() {
+    const { waiter } = this;
+    return { key: waiter.storedKey, token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data };
+  }
+}
