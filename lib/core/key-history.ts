@@ -12,7 +12,8 @@ interface KeyFacts {
 
 /**
  * What this process learned about contended keys: how long holders keep them (from its own
- * holds and owner changes it watched) and whether one was just seen busy. Waiters use it to
+ * holds: watched owner changes would include the hand-over delay and feed on themselves) and
+ * whether one was just seen busy. Waiters use it to
  * poll when a release is due instead of on a fixed timer, and to queue up at once for a key
  * they know is busy instead of paying for a write that would fail.
  */

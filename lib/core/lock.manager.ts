@@ -10,6 +10,7 @@ import {
   NOT_HELD_FOR_EXTEND,
   RELEASE_FAILED,
   RELEASE_NOT_HELD,
+  RELEASED_AT_SHUTDOWN,
 } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
@@ -205,7 +206,10 @@ export class LockManager implements LockHost, AcquisitionHost {
       for (const waiter of slot.waiters) this.settle(waiter, new LockConfigurationError(MANAGER_CLOSED()));
     }
     await Promise.allSettled([...this.attempts]);
-    await Promise.allSettled([...this.leases.values()].map((lease) => this.release(lease.lock)));
+    const held = [...this.leases.values()];
+    // Code still running under these locks must stop before another owner can take them.
+    for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
+    await Promise.allSettled(held.map((lease) => this.release(lease.lock)));
     this.scheduler.close();
     if (this.ownsClient) this.client.destroy();
   }
@@ -409,7 +413,7 @@ export class LockManager implements LockHost, AcquisitionHost {
       key: waiter.key,
       owner: this.options.ownerName,
       fencingToken: record.fencingToken ?? 0,
-      acquiredAt: new Date(record.acquiredAt ?? Date.now()),
+      acquiredAt: new Date(),
       leaseId: waiter.token,
       controller,
       host: this,

@@ -60,6 +60,7 @@ export class RemoteAcquisition {
   private retryMs = RETRY_MIN_MS;
   private pollStreak = 0;
   private rttMs = 2;
+  private lastAnswerAt = monotonicNow();
 
   constructor(
     private readonly host: AcquisitionHost,
@@ -169,11 +170,19 @@ export class RemoteAcquisition {
       host.history.recordBusy(waiter.storedKey, now);
     }
     if (holder !== this.holderToken) {
-      if (this.holderToken && holder) host.history.recordHold(waiter.storedKey, now - this.holderSince);
+      // The change happened between the previous answer and this one; when the previous holder's
+      // start is known, it most likely ended one usual hold later.
+      const estimate = host.history.holdEstimate(waiter.storedKey);
+      this.holderSince =
+        this.holderToken === undefined
+          ? now
+          : estimate === undefined
+            ? (this.lastAnswerAt + now) / 2
+            : Math.min(now, Math.max(this.lastAnswerAt, this.holderSince + estimate));
       this.holderToken = holder;
-      this.holderSince = now;
       this.pollStreak = 0;
     }
+    this.lastAnswerAt = now;
     const watched = holder || this.current.queue.length > 0 ? this.current.rvn : undefined;
     if (watched === undefined) this.observed = undefined;
     else if (this.observed?.rvn !== watched) {

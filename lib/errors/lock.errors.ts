@@ -41,12 +41,15 @@ export type LockLostReason =
   /** The lock record was released or deleted by someone else. */
   | 'gone'
   /** The lease ran out on the local clock without a successful heartbeat (pause, or DynamoDB unreachable). */
-  | 'expired';
+  | 'expired'
+  /** The lock service shut down (application shutdown) and released the lock. */
+  | 'shutdown';
 
 /**
  * The reason of a `Lock.signal` that aborted because the lock was lost, and the error
  * `extend()` throws on a lock that is no longer held. `reason` tells a stolen lock
- * (`taken`, `gone`) apart from a DynamoDB outage or a paused process (`expired`, with `cause`).
+ * (`taken`, `gone`) apart from a DynamoDB outage or a paused process (`expired`, with `cause`),
+ * and from a release at application shutdown (`shutdown`).
  */
 export class LockLostError extends DynamoLockError {
   constructor(

@@ -55,6 +55,9 @@ export const LOCK_EXPIRED = (key: string, overdueMs: number, cause?: unknown) =>
     cause ? ` (last heartbeat failed: ${errorText(cause)}; DynamoDB may be unreachable)` : ' (the process was paused or its event loop blocked for longer than the lease)'
   }. Another owner may hold it now; stop work protected by it.`;
 
+export const RELEASED_AT_SHUTDOWN = (key: string) =>
+  `Lock "${key}" was released because the lock service is shutting down; stop work protected by it.`;
+
 export const NOT_HELD_FOR_EXTEND = (key: string) =>
   `Cannot extend lock "${key}": this handle no longer holds it.`;
 

@@ -192,7 +192,7 @@ async function holdMode() {
   lock.signal.addEventListener('abort', () => (abortAt = now()), { once: true });
   const entered = enterSection(lock.fencingToken);
   const acquiredAt = now();
-  await send('acquired', { token: lock.fencingToken, entered, leaseId: lock.leaseId });
+  await send('acquired', { token: lock.fencingToken, entered, acquiredAtMs: lock.acquiredAt.getTime() });
 
   let last = now();
   let resumedAt;
@@ -218,7 +218,8 @@ async function holdMode() {
         message: reason?.message,
         pauseMs: round(pauseMs),
         // How long after the process resumed the loss was known (abort event), by each witness.
-        abortAfterContMs: contAt === undefined || abortAt === undefined ? null : round(abortAt - contAt),
+        // The SIGCONT handler may run only after the timers that find the lease expired.
+        contHandlerRanFirst: contAt !== undefined && abortAt !== undefined && contAt <= abortAt,
         abortAfterFirstWakeMs: resumedAt === undefined || abortAt === undefined ? null : round(abortAt - resumedAt),
       };
       break;
@@ -268,7 +269,14 @@ async function contendMode() {
     }
     const entered = enterSection(lock.fencingToken);
     protectedWrite(lock.fencingToken, 'contender');
-    await send('acquired', { token: lock.fencingToken, busy, waitedMs: round(now() - from), totalMs: round(now() - started), entered });
+    await send('acquired', {
+      token: lock.fencingToken,
+      busy,
+      waitedMs: round(now() - from),
+      totalMs: round(now() - started),
+      entered,
+      acquiredAtMs: lock.acquiredAt.getTime(),
+    });
     await sleep(config.sectionMs ?? 10);
     if (entered) leaveSection();
     const released = await lock.release();
