@@ -22,6 +22,8 @@ export {
   LockLostError,
   LockValidationError,
   LockConfigurationError,
+  LockTableError,
+  type LockTableProblem,
   type LockHolder,
   type LockLostReason,
 } from './errors/lock.errors';

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { LockManager } from './core/lock.manager';
 import { DYNAMO_LOCK_OPTIONS } from './dynamo-lock.module-definition';
 import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
@@ -22,7 +22,7 @@ import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interfa
 @Injectable()
 export class LockService extends LockManager implements OnModuleInit, OnApplicationShutdown {
   constructor(@Inject(DYNAMO_LOCK_OPTIONS) options: DynamoLockOptions) {
-    super(options);
+    super({ ...options, logger: options.logger ?? new Logger('DynamoLock') });
   }
 
   /** @internal Nest lifecycle: verifies or creates the table. */

@@ -54,6 +54,9 @@ export const LEASE_NOT_HELD = (name: string, current: LockInfo | null) =>
     ? `it is held by ${quote(current.owner)} (fencing token ${current.fencingToken}) since ${relativeTime(current.acquiredAt, new Date())}.`
     : `the lock is free (the lease expired or was released).`);
 
+export const ACQUIRING = (name: string, wait: number | boolean, leaseMs: number) =>
+  `acquiring lock ${quote(name)}: ${wait === true ? 'waiting without limit' : wait === false ? 'one attempt' : `waiting up to ${formatDuration(wait)}`}, lease ${formatDuration(leaseMs)}.`;
+
 export const INTERRUPTED = (name: string, signal: string) => `interrupted by ${signal} while waiting for lock ${quote(name)}.`;
 
 export const WAITING = (name: string, waitedMs: number, holder: LockInfo | null | undefined, problem?: string) =>

@@ -30,6 +30,8 @@ export interface SessionOptions {
 export class Session {
   /** The lock engine, configured from the global options. */
   readonly manager: LockManager;
+  /** The logger the engine writes to (stderr, only with `--debug`). */
+  readonly logger: CliLogger;
   readonly quiet: boolean;
   readonly debug: boolean;
   /** The endpoint in use, when not AWS's own. */
@@ -55,6 +57,7 @@ export class Session {
     };
     if (options.endpoint) clientConfig.endpoint = options.endpoint;
     if (options.region) clientConfig.region = options.region;
+    this.logger = new CliLogger(io, this.debug);
     try {
       this.manager = new LockManager({
         tableName: options.table,
@@ -62,7 +65,7 @@ export class Session {
         keyPrefix: options.keyPrefix,
         clientConfig,
         verifyTable: false,
-        logger: new CliLogger(io, this.debug),
+        logger: this.logger,
       });
     } catch (error) {
       if (error instanceof LockConfigurationError) throw new UsageError(INVALID_SETTING(error.message), { cause: error });

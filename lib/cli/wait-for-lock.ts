@@ -1,6 +1,6 @@
 import type { Lock } from '../core/lock';
 import { LockBusyError } from '../errors/lock.errors';
-import { INTERRUPTED, LOCK_BUSY } from './cli.messages';
+import { ACQUIRING, INTERRUPTED, LOCK_BUSY } from './cli.messages';
 import { CliError, InterruptedError } from './cli.errors';
 import { ExitCode, signalExitCode } from './exit-codes';
 import { WaitProgress } from './progress';
@@ -29,6 +29,7 @@ export async function waitForLock(session: Session, request: LockRequest): Promi
   const { manager } = session;
   const willWait = request.wait !== false;
   const progress = willWait && session.showProgress ? new WaitProgress(session.io, request.name, () => manager.inspect(request.name)) : undefined;
+  session.logger.debug(ACQUIRING(request.name, request.wait, request.leaseMs));
   try {
     if (willWait) {
       // One read first: the engine retries network errors for the whole wait (which may have

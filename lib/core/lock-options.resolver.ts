@@ -1,9 +1,10 @@
 import { hostname } from 'node:os';
-import { Logger, type LoggerService } from '@nestjs/common';
+import type { LoggerService } from '@nestjs/common';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import { HEARTBEAT_NOT_BELOW_LEASE, INVALID_OPTION, INVALID_WAIT } from '../errors/lock.messages';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import { type Duration, parseDuration } from '../utils/duration';
+import { ConsoleLockLogger } from './console.logger';
 
 /** Defaults of {@link DynamoLockOptions}, as documented. */
 export const DEFAULTS = {
@@ -62,7 +63,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     keyPrefix,
     createTable: options.createTable ?? false,
     verifyTable: options.verifyTable ?? true,
-    logger: options.logger ?? new Logger('DynamoLock'),
+    logger: options.logger ?? new ConsoleLockLogger(),
   };
 }
 

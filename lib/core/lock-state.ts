@@ -7,7 +7,10 @@ import type { Lock } from './lock';
 export interface HeldLease extends ScheduledLease {
   storedKey: string;
   token: string;
+  /** The lease stored in the item now. */
   leaseMs: number;
+  /** The lease the holder asked for; a promoted waiter starts on a shorter claim lease and renews to it. */
+  targetLeaseMs: number;
   /** Interval between heartbeats; `Infinity` when the holder renews by hand. */
   heartbeatMs: number;
   state: 'held' | 'released' | 'lost';
@@ -39,6 +42,8 @@ export interface Waiter {
   cancel: AbortController;
   /** Last holder seen, for the busy error. */
   holder?: LockHolder;
+  /** Last transient DynamoDB error while waiting: thrown at the deadline when no holder was ever seen. */
+  lastError?: unknown;
   settled: boolean;
   resolve(lock: Lock): void;
   reject(error: unknown): void;

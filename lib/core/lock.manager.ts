@@ -157,13 +157,14 @@ export class LockManager implements LockHost, AcquisitionHost {
 
   /**
    * Renews a lease known only by its key and `leaseId` (for example one acquired by another
-   * process with `heartbeat: false`): one conditional write.
+   * process with `heartbeat: false`): one conditional write. Without `leaseDuration` the stored
+   * lease duration is kept.
    * @throws LockLostError when that lease no longer holds the lock.
    */
-  async renewLease(key: string, leaseId: string, leaseDuration: Duration = this.options.leaseMs): Promise<void> {
+  async renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
     const storedKey = toStoredKey(key, this.options.keyPrefix);
-    const leaseMs = parseDuration(leaseDuration, 'leaseDuration');
-    const result = await this.store.heartbeat(storedKey, leaseId, leaseMs);
+    const leaseMs = leaseDuration === undefined ? undefined : parseDuration(leaseDuration, 'leaseDuration');
+    const result = await this.store.heartbeat(storedKey, leaseId, leaseMs, leaseMs ?? this.options.leaseMs);
     if (!result.ok) throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, result.current?.token ? 'taken' : 'gone');
   }
 
@@ -296,7 +297,7 @@ export class LockManager implements LockHost, AcquisitionHost {
     signal?.addEventListener('abort', onAbort, { once: true });
     const timer =
       Number.isFinite(waiter.deadline) && waiter.deadline > waiter.startedAt
-        ? setTimeout(() => this.settle(waiter, this.busyError(waiter)), waiter.deadline - waiter.startedAt)
+        ? setTimeout(() => this.settle(waiter, this.deadlineError(waiter)), waiter.deadline - waiter.startedAt)
         : undefined;
     waiter.cancel.signal.addEventListener('abort', () => {
       clearTimeout(timer);
@@ -389,6 +390,11 @@ export class LockManager implements LockHost, AcquisitionHost {
     return this.store.release(lease.storedKey, lease.token, lease.leaseMs);
   }
 
+  /** At the deadline: the busy error, or the DynamoDB error that kept this waiter from seeing any holder. */
+  private deadlineError(waiter: Waiter): unknown {
+    return waiter.holder === undefined && waiter.lastError !== undefined ? waiter.lastError : this.busyError(waiter);
+  }
+
   /** @internal */
   busyError(waiter: Waiter): LockBusyError {
     const local = this.slots.get(waiter.storedKey)?.holder;
@@ -418,13 +424,16 @@ export class LockManager implements LockHost, AcquisitionHost {
       controller,
       host: this,
     });
-    const heartbeatMs = waiter.heartbeat ? heartbeatIntervalFor(this.options, waiter.leaseMs) : Number.POSITIVE_INFINITY;
+    // A promoted waiter holds the item's (claim) lease until its first heartbeat renews it to its own.
+    const leaseMs = Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
+    const heartbeatMs = waiter.heartbeat ? heartbeatIntervalFor(this.options, leaseMs) : Number.POSITIVE_INFINITY;
     const lease: HeldLease = {
       storedKey: waiter.storedKey,
       token: waiter.token,
-      leaseMs: waiter.leaseMs,
+      leaseMs,
+      targetLeaseMs: waiter.leaseMs,
       heartbeatMs,
-      validUntil: sentAt + waiter.leaseMs - safetyMargin(waiter.leaseMs),
+      validUntil: sentAt + leaseMs - safetyMargin(leaseMs),
       nextBeatAt: sentAt + heartbeatMs,
       busy: false,
       state: 'held',
@@ -456,7 +465,7 @@ export class LockManager implements LockHost, AcquisitionHost {
 
   private async heartbeat(lease: HeldLease): Promise<void> {
     if (lease.busy || lease.state !== 'held') return;
-    await this.serial(lease, () => this.renew(lease, lease.leaseMs, false)).catch(() => undefined);
+    await this.serial(lease, () => this.renew(lease, lease.targetLeaseMs, false)).catch(() => undefined);
   }
 
   /**
@@ -476,6 +485,7 @@ export class LockManager implements LockHost, AcquisitionHost {
         return;
       }
       lease.leaseMs = leaseMs;
+      lease.targetLeaseMs = leaseMs;
       lease.queuedElsewhere = result.record.queue.length;
       if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(this.options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);

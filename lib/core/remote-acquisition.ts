@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import type { LockBusyError } from '../errors/lock.errors';
 import { TRANSIENT_RETRY } from '../errors/lock.messages';
 import type { LockRecord } from '../store/lock-record';
-import type { AcquireCondition, LockStore, WriteResult } from '../store/lock.store';
+import { type AcquireCondition, CLAIM_LEASE_MS, type LockStore, type WriteResult } from '../store/lock.store';
 import { isTransientError } from '../store/transient-error';
 import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
 import type { KeyHistory } from './key-history';
@@ -86,7 +86,11 @@ export class RemoteAcquisition {
     }
     for (;;) {
       waiter.cancel.signal.throwIfAborted();
-      if (this.known && this.current?.token === waiter.token) return host.hold(waiter, this.current, this.lastNotMineAt);
+      if (this.known && this.current?.token === waiter.token) {
+        const promoted = await this.confirmPromotion(this.current);
+        if (promoted) return promoted;
+        continue;
+      }
       const step = this.nextStep();
       if (step.kind === 'wait') {
         await sleep(this.pollDelay(), waiter.cancel.signal);
@@ -103,6 +107,19 @@ export class RemoteAcquisition {
       // Servers that do not return the blocking item (dynalite) need a read.
       if (result && !result.ok && !result.current) await this.read();
     }
+  }
+
+  /**
+   * A release handed the lock to this waiter. Its lease counts from before the last answer that
+   * still showed another owner; when much of it is gone already (a slow poll, a pause), one
+   * heartbeat first makes it fresh, or shows it was taken over meanwhile.
+   */
+  private async confirmPromotion(record: LockRecord): Promise<HeldLease | undefined> {
+    const stored = Math.min(record.leaseMs ?? this.waiter.leaseMs, this.waiter.leaseMs);
+    if (this.lastNotMineAt + stored / 2 > monotonicNow()) return this.host.hold(this.waiter, record, this.lastNotMineAt);
+    const sentAt = monotonicNow();
+    const result = await this.request(() => this.host.store.heartbeat(this.waiter.storedKey, this.waiter.token, this.waiter.leaseMs));
+    return result?.ok ? this.host.hold(this.waiter, result.record, sentAt) : undefined;
   }
 
   /** Decides the next request from the last view of the item. */
@@ -140,6 +157,7 @@ export class RemoteAcquisition {
     } catch (error) {
       if (!isTransientError(error)) throw error;
       this.uncertain = true;
+      this.waiter.lastError = error;
       if (monotonicNow() >= this.waiter.deadline) throw error;
       const pause = Math.min(jitter(this.retryMs), Math.max(0, this.waiter.deadline - monotonicNow()));
       this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, pause));
@@ -183,10 +201,13 @@ export class RemoteAcquisition {
       this.pollStreak = 0;
     }
     this.lastAnswerAt = now;
+    // A free lock with a queue waits for the queue's head; if the head never takes it (a waiter
+    // that died), the others go ahead after a claim lease.
     const watched = holder || this.current.queue.length > 0 ? this.current.rvn : undefined;
     if (watched === undefined) this.observed = undefined;
     else if (this.observed?.rvn !== watched) {
-      this.observed = { rvn: watched, leaseMs: this.current.leaseMs ?? host.options.leaseMs, at: now };
+      const leaseMs = holder ? (this.current.leaseMs ?? host.options.leaseMs) : CLAIM_LEASE_MS;
+      this.observed = { rvn: watched, leaseMs, at: now };
     }
   }
 

@@ -67,3 +67,17 @@ export class LockValidationError extends DynamoLockError {}
 
 /** Thrown at start-up when the module options or the lock table are wrong. */
 export class LockConfigurationError extends DynamoLockError {}
+
+/** What is wrong with the lock table. */
+export type LockTableProblem = 'missing' | 'wrong-schema' | 'not-active';
+
+/** Thrown at start-up (or by `ensureLockTable`) when the lock table is missing, has another key schema, or never becomes active. */
+export class LockTableError extends LockConfigurationError {
+  constructor(
+    message: string,
+    readonly tableName: string,
+    readonly problem: LockTableProblem,
+  ) {
+    super(message);
+  }
+}

@@ -26,6 +26,6 @@ export interface DynamoLockOptions {
   ownerName?: string;
   /** Prefix added to every key, to share one table between apps. Default `''`. */
   keyPrefix?: string;
-  /** Logger; default a Nest `Logger` with context `DynamoLock`. */
+  /** Logger; default a Nest `Logger` with context `DynamoLock` in `LockService`, warnings on stderr for a standalone `LockManager`. */
   logger?: LoggerService;
 }

@@ -8,7 +8,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { LoggerService } from '@nestjs/common';
-import { LockConfigurationError } from '../errors/lock.errors';
+import { LockTableError } from '../errors/lock.errors';
 import { TABLE_CREATED, TABLE_MISSING, TABLE_NOT_ACTIVE, TABLE_WRONG_SCHEMA, TTL_UNSUPPORTED } from '../errors/lock.messages';
 import { sleep } from '../utils/abortable-sleep';
 import { ATTR } from './lock-record';
@@ -26,12 +26,12 @@ export interface EnsureTableOptions {
 /**
  * Makes sure the lock table exists, is ACTIVE and has the expected key schema
  * (one String partition key named `key`), creating it when asked.
- * @throws LockConfigurationError when the table is missing (and `create` is off) or has another schema.
+ * @throws LockTableError when the table is missing (and `create` is off) or has another schema.
  */
 export async function ensureLockTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
   let table = await describe(client, tableName);
   if (!table) {
-    if (!options.create) throw new LockConfigurationError(TABLE_MISSING(tableName));
+    if (!options.create) throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
     table = await createLockTable(client, tableName, options.logger);
   }
   assertSchema(tableName, table);
@@ -88,7 +88,7 @@ function assertSchema(tableName: string, table: TableDescription): void {
   const ok = keys.length === 1 && keys[0].AttributeName === ATTR.key && keys[0].KeyType === 'HASH' && types.get(ATTR.key) === 'S';
   if (!ok) {
     const actual = keys.map((k) => `${k.KeyType} "${k.AttributeName}" (${types.get(k.AttributeName) ?? '?'})`).join(', ') || 'none';
-    throw new LockConfigurationError(TABLE_WRONG_SCHEMA(tableName, actual));
+    throw new LockTableError(TABLE_WRONG_SCHEMA(tableName, actual), tableName, 'wrong-schema');
   }
 }
 
@@ -98,7 +98,7 @@ async function waitUntilActive(client: DynamoDBClient, tableName: string): Promi
     const table = await describe(client, tableName);
     if (table?.TableStatus === 'ACTIVE') return table;
     const waited = Date.now() - started;
-    if (waited > ACTIVE_TIMEOUT_MS) throw new LockConfigurationError(TABLE_NOT_ACTIVE(tableName, table?.TableStatus ?? 'missing', waited));
+    if (waited > ACTIVE_TIMEOUT_MS) throw new LockTableError(TABLE_NOT_ACTIVE(tableName, table?.TableStatus ?? 'missing', waited), tableName, 'not-active');
     await sleep(delay);
   }
 }

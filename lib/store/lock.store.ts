@@ -32,6 +32,13 @@ export interface AcquireWrite {
   queuedAt?: number;
 }
 
+/**
+ * Lease a queued waiter gets when a release promotes it, at most: a waiter that died in the
+ * queue then blocks the key this long, not a whole lease. A live one renews to its own lease
+ * with its first heartbeat, a third of this after it was promoted.
+ */
+export const CLAIM_LEASE_MS = 5_000;
+
 /** A waiter to record in the item's queue. */
 export interface QueueWrite {
   key: string;
@@ -154,7 +161,7 @@ export class LockStore {
     const entry: Record<string, AttributeValue> = {
       [ATTR.token]: { S: waiter.token },
       [ATTR.owner]: { S: waiter.owner },
-      [ATTR.lease]: { N: String(waiter.leaseMs) },
+      [ATTR.lease]: { N: String(Math.min(waiter.leaseMs, CLAIM_LEASE_MS)) },
       // Always present: a promotion copies it, and copying a missing path is an error.
       [ATTR.data]: { S: waiter.data ?? '' },
     };
@@ -194,22 +201,18 @@ export class LockStore {
 
   /**
    * Keeps a held lock alive: a new record version (which waiters watch), a fresh TTL and,
-   * for `extend()`, a new lease duration. Only the owner token's holder can do it.
+   * a new lease duration (`undefined` keeps the stored one). Only the owner token's holder can do it.
    * Returns the item, so the holder learns who is queued.
    */
-  heartbeat(key: string, token: string, leaseMs: number): Promise<WriteResult> {
+  heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs = leaseMs ?? 0): Promise<WriteResult> {
     const now = Date.now();
-    return this.update(
-      {
-        key,
-        set: ['#rvn = :rvn', '#lease = :lease', '#updatedAt = :now'],
-        condition: '#token = :token',
-        values: { ':token': { S: token }, ':rvn': { S: randomToken() }, ':lease': { N: String(leaseMs) }, ':now': { N: String(now) } },
-        returnNew: true,
-      },
-      leaseMs,
-      now,
-    );
+    const values: Record<string, AttributeValue> = { ':token': { S: token }, ':rvn': { S: randomToken() }, ':now': { N: String(now) } };
+    const set = ['#rvn = :rvn', '#updatedAt = :now'];
+    if (leaseMs !== undefined) {
+      set.push('#lease = :lease');
+      values[':lease'] = { N: String(leaseMs) };
+    }
+    return this.update({ key, set, condition: '#token = :token', values, returnNew: true }, ttlLeaseMs, now);
   }
 
   /**

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { ensureLockTable } from '../../store/lock-table';
-import { LockConfigurationError } from '../../errors/lock.errors';
-import { TABLE_MISSING } from '../../errors/lock.messages';
+import { LockTableError } from '../../errors/lock.errors';
 import { TABLE_NOT_FOUND, TABLE_OK, TTL_STATUS } from '../cli.messages';
 import { CliError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
@@ -31,7 +30,7 @@ async function tableCheck(session: Session): Promise<number> {
     await ensureLockTable(client, session.tableName, { create: false });
   } catch (error) {
     // The library's message is written for the Nest module; say it the CLI's way.
-    if (error instanceof LockConfigurationError && error.message === TABLE_MISSING(session.tableName)) {
+    if (error instanceof LockTableError && error.problem === 'missing') {
       throw new CliError(TABLE_NOT_FOUND(session.tableName), ExitCode.infrastructure, { cause: error });
     }
     throw error;

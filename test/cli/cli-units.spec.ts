@@ -1,0 +1,230 @@
+/**
+ * Unit tests of the CLI's pure parts: durations and JSON options, lease-id argument handling,
+ * table rendering, time formatting, error classification, and the progress line on a
+ * (fake) terminal. The commands themselves are tested end to end in `cli.e2e-spec.ts`.
+ */
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { Command, CommanderError } from 'commander';
+import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../../lib';
+import type { LockInfo } from '../../lib';
+import { CliError, UsageError } from '../../lib/cli/cli.errors';
+import { classifyError } from '../../lib/cli/error-report';
+import { childExitCode, ExitCode, signalExitCode } from '../../lib/cli/exit-codes';
+import { CliIo, type TextSink } from '../../lib/cli/io';
+import { protectLeaseIds } from '../../lib/cli/lease-id-args';
+import { parseDataOption, parseDurationOption, parseWaitOption } from '../../lib/cli/options';
+import { formatDuration, relativeTime } from '../../lib/cli/output/format-time';
+import { lockInfoJson, lockInfoRow, LOCK_COLUMNS } from '../../lib/cli/output/lock-info.view';
+import { renderFields, renderTable } from '../../lib/cli/output/table';
+import { WaitProgress } from '../../lib/cli/progress';
+
+/** A stream that records what is written to it. */
+class MemorySink implements TextSink {
+  text = '';
+  constructor(
+    readonly isTTY = false,
+    readonly columns = 80,
+  ) {}
+  write(text: string, callback?: (error?: Error | null) => void): boolean {
+    this.text += text;
+    callback?.();
+    return true;
+  }
+}
+
+const info = (overrides: Partial<LockInfo> = {}): LockInfo => ({
+  key: 'deploy',
+  owner: 'alice@ci',
+  fencingToken: 17,
+  acquiredAt: new Date('2030-01-01T00:00:00Z'),
+  updatedAt: new Date('2030-01-01T00:01:00Z'),
+  leaseDuration: 300_000,
+  ...overrides,
+});
+
+describe('duration options', () => {
+  it('accepts the documented forms', () => {
+    expect(parseDurationOption('15 minutes', '--lease-duration')).toBe(900_000);
+    expect(parseDurationOption('300s', '--lease-duration')).toBe(300_000);
+    expect(parseDurationOption('1h30m', '--wait')).toBe(5_400_000);
+    expect(parseDurationOption('2 hours', '--wait')).toBe(7_200_000);
+    expect(parseDurationOption('500ms', '--wait')).toBe(500);
+  });
+
+  it.each([
+    ['30', /"30" is not a valid duration \(add a unit, e\.g\. '30s'\)/],
+    ['5 parsecs', /\(unknown unit "parsecs"\)/],
+    ['0s', /\(it must be more than zero; to try only once, use --no-wait\)/],
+    ['30d', /\(at most 24 days\)/],
+    ['soon', /"soon" is not a valid duration\. Accepted/],
+  ])('rejects %j with a usage error naming the option and listing the accepted forms', (value, reason) => {
+    const error = (() => {
+      try {
+        parseDurationOption(value, '--wait');
+      } catch (thrown) {
+        return thrown;
+      }
+      throw new Error('expected a throw');
+    })();
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).exitCode).toBe(ExitCode.usage);
+    expect((error as Error).message).toMatch(/^--wait: /);
+    expect((error as Error).message).toMatch(reason);
+    expect((error as Error).message).toContain("Accepted forms: a number with a unit, e.g. '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d'");
+  });
+
+  it('maps --wait and --no-wait to the engine\'s wait', () => {
+    expect(parseWaitOption(undefined)).toBe(true);
+    expect(parseWaitOption(false)).toBe(false);
+    expect(parseWaitOption('30s')).toBe(30_000);
+  });
+
+  it('parses --data as JSON, and refuses anything else', () => {
+    expect(parseDataOption('{"a":[1,2]}')).toEqual({ a: [1, 2] });
+    expect(parseDataOption('"text"')).toBe('text');
+    expect(parseDataOption(undefined)).toBeUndefined();
+    expect(() => parseDataOption('{a:1}')).toThrow(/^--data must be JSON/);
+  });
+});
+
+describe('lease ids that begin with "-"', () => {
+  const program = new Command('dynamo-lock').option('-q, --quiet').option('--table <name>');
+  program.command('renew').option('-l, --lease-duration <duration>');
+  program.command('release');
+  program.command('exec').option('-n, --no-wait');
+  const argv = (...args: string[]) => ['node', 'main.js', ...args];
+
+  it('are moved behind "--" for renew and release', () => {
+    expect(protectLeaseIds(argv('release', 'deploy', '-hQ3xAAAAAAAAAAAAAAAAA'), program)).toEqual(argv('release', 'deploy', '--', '-hQ3xAAAAAAAAAAAAAAAAA'));
+    expect(protectLeaseIds(argv('--quiet', 'renew', 'deploy', '--zAAAAAAAAAAAAAAAAAAA', '-l', '5m'), program)).toEqual(
+      argv('--quiet', 'renew', 'deploy', '-l', '5m', '--', '--zAAAAAAAAAAAAAAAAAAA'),
+    );
+  });
+
+  it('leave ordinary ids, options and other commands alone', () => {
+    for (const args of [
+      argv('release', 'deploy', 'Q3xAAAAAAAAAAAAAAAAAAA'),
+      argv('renew', 'deploy', 'abc', '--lease-duration', '5m'),
+      argv('exec', 'deploy', '--', 'echo', '-hQ3xAAAAAAAAAAAAAAAAA'),
+      argv('exec', 'deploy', '-hQ3xAAAAAAAAAAAAAAAAA'),
+    ]) {
+      expect(protectLeaseIds(args, program)).toEqual(args);
+    }
+  });
+});
+
+describe('output', () => {
+  it('formats durations in the units the CLI accepts', () => {
+    expect([850, 4_250, 42_000, 90_000, 300_000, 3_600_000, 5_400_000, 93_600_000].map(formatDuration)).toEqual([
+      '850ms',
+      '4.2s',
+      '42s',
+      '1m30s',
+      '5m',
+      '1h',
+      '1h30m',
+      '1d2h',
+    ]);
+    const now = new Date('2030-01-01T00:10:00Z');
+    expect(relativeTime(new Date('2030-01-01T00:07:00Z'), now)).toBe('3m ago');
+    expect(relativeTime(new Date('2030-01-01T00:10:42Z'), now)).toBe('in 42s');
+  });
+
+  it('aligns table columns and escapes control characters', () => {
+    const lines = renderTable(['KEY', 'OWNER', 'DATA'], [
+      ['a', 'alice', '{"x":1}'],
+      ['longer-key', 'evil\u001b[2Jowner\nx', ''],
+    ]);
+    const owner = 'evil\\u001b[2Jowner\\nx';
+    expect(lines).toEqual([`KEY         ${'OWNER'.padEnd(owner.length)}  DATA`, `a           ${'alice'.padEnd(owner.length)}  {"x":1}`, `longer-key  ${owner}`]);
+    expect(renderTable(['A', 'B'], [['x', 'a long value']], { maxWidth: 8 })).toEqual(['A  B', 'x  a lo…']);
+    expect(renderFields([['Key', 'deploy'], ['Fencing token', '17']])).toEqual(['Key:            deploy', 'Fencing token:  17']);
+  });
+
+  it('renders a lock as JSON with ISO times and its expiry, and as a table row', () => {
+    const lock = info({ data: { run: 42 } });
+    expect(lockInfoJson(lock)).toEqual({
+      key: 'deploy',
+      owner: 'alice@ci',
+      fencingToken: 17,
+      acquiredAt: '2030-01-01T00:00:00.000Z',
+      updatedAt: '2030-01-01T00:01:00.000Z',
+      leaseDuration: 300_000,
+      expiresAt: '2030-01-01T00:06:00.000Z',
+      data: { run: 42 },
+    });
+    expect(lockInfoJson(info())).not.toHaveProperty('data');
+    const row = lockInfoRow(lock, new Date('2030-01-01T00:02:00Z'));
+    expect(row).toEqual(['deploy', 'alice@ci', '17', '2m ago', '1m ago', '5m', 'in 4m', '{"run":42}']);
+    expect(row).toHaveLength(LOCK_COLUMNS.length);
+    expect(lockInfoRow(lock, new Date('2030-01-01T00:07:00Z'))[6]).toBe('1m overdue');
+  });
+});
+
+describe('exit codes', () => {
+  it('map errors to the documented codes', () => {
+    expect(classifyError(new CommanderError(0, 'commander.helpDisplayed', '')).exitCode).toBe(0);
+    expect(classifyError(new CommanderError(1, 'commander.unknownOption', 'x')).exitCode).toBe(2);
+    expect(classifyError(new CliError('busy', ExitCode.busy))).toEqual({ exitCode: 1, message: 'busy' });
+    expect(classifyError(new LockBusyError('busy', 'k', undefined, 5)).exitCode).toBe(1);
+    expect(classifyError(new LockValidationError('bad key')).exitCode).toBe(2);
+    expect(classifyError(new LockLostError('lost', 'k', 'taken')).exitCode).toBe(3);
+    expect(classifyError(new LockConfigurationError('no table')).exitCode).toBe(4);
+    const notFound = Object.assign(new Error('Requested resource not found'), { name: 'ResourceNotFoundException', $metadata: {} });
+    expect(classifyError(notFound, { tableName: 'locks' })).toEqual({
+      exitCode: 4,
+      message: 'DynamoDB table "locks" does not exist (create it with `dynamo-lock table-create --table locks`).',
+    });
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    expect(classifyError(refused, { endpoint: 'http://127.0.0.1:1' })).toEqual({
+      exitCode: 4,
+      message: 'cannot reach DynamoDB at http://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1.',
+    });
+    const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 400 } });
+    expect(classifyError(throttled)).toEqual({ exitCode: 4, message: 'DynamoDB error ThrottlingException: Rate exceeded.' });
+  });
+
+  it('report children like a shell: their code, or 128 + the signal number', () => {
+    expect(childExitCode(7, null)).toBe(7);
+    expect(childExitCode(null, 'SIGTERM')).toBe(143);
+    expect(signalExitCode('SIGINT')).toBe(130);
+    expect(signalExitCode('SIGHUP')).toBe(129);
+  });
+});
+
+describe('progress line', () => {
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('redraws one line on a terminal with the holder and the time waited, and clears it at the end', async () => {
+    jest.useFakeTimers({ doNotFake: ['performance'] });
+    const stderr = new MemorySink(true, 200);
+    const io = new CliIo(new MemorySink(), stderr);
+    const holder = info({ acquiredAt: new Date(Date.now() - 120_000) });
+    const progress = new WaitProgress(io, 'deploy', async () => holder, 1_000);
+    progress.start(holder);
+    expect(stderr.text).toBe('');
+    await jest.advanceTimersByTimeAsync(300);
+    expect(stderr.text).toMatch(/^\r\x1b\[KWaiting for lock "deploy", held by "alice@ci" \(fencing token 17\) since 2m ago; waited \d+ms …$/);
+    io.err('dynamo-lock: a message');
+    expect(stderr.text).toMatch(/\r\x1b\[Kdynamo-lock: a message\nWaiting for lock "deploy"[^\n]*$/);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(stderr.text.split('\r\x1b[K').length).toBeGreaterThanOrEqual(4);
+    progress.stop();
+    expect(stderr.text.endsWith('\r\x1b[K')).toBe(true);
+    const length = stderr.text.length;
+    await jest.advanceTimersByTimeAsync(3_000);
+    expect(stderr.text.length).toBe(length);
+  });
+
+  it('is silent when stderr is not a terminal', async () => {
+    jest.useFakeTimers({ doNotFake: ['performance'] });
+    const stderr = new MemorySink(false);
+    const progress = new WaitProgress(new CliIo(new MemorySink(), stderr), 'deploy', async () => null, 1_000);
+    progress.start(null);
+    await jest.advanceTimersByTimeAsync(2_500);
+    progress.stop();
+    expect(stderr.text).toBe('');
+  });
+});
