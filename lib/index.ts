@@ -29,3 +29,6 @@ export {
 } from './errors/lock.errors';
 export { type Duration, parseDuration } from './utils/duration';
 export { createLockTable, ensureLockTable } from './store/lock-table';
+export type { LockStorePort } from './store/lock-store.interface';
+export type { LockRecord, QueuedWaiter } from './store/lock-record';
+export type { AcquireCondition, AcquireWrite, QueueWrite, WriteResult } from './store/lock.store';

@@ -17,7 +17,7 @@ import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interf
 import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { LockRecord } from '../store/lock-record';
 import { LockStore } from '../store/lock.store';
-import { ensureLockTable } from '../store/lock-table';
+import type { LockStorePort } from '../store/lock-store.interface';
 import { jitter, monotonicNow } from '../utils/abortable-sleep';
 import { type Duration, parseDuration } from '../utils/duration';
 import { serializeData, toStoredKey } from '../utils/lock-key.validation';
@@ -46,7 +46,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   /** The DynamoDB client in use. */
   readonly client: DynamoDBClient;
   /** @internal */
-  readonly store: LockStore;
+  readonly store: LockStorePort;
   /** @internal What this process learned about contended keys. */
   readonly history = new KeyHistory();
   private readonly ownsClient: boolean;
@@ -66,7 +66,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     this.options = resolveLockOptions(options);
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
-    this.store = new LockStore(this.client, { tableName: this.options.tableName, ttlDays: this.options.ttlDays });
+    this.store =
+      options.store ?? new LockStore(this.client, { tableName: this.options.tableName, ttlDays: this.options.ttlDays, logger: this.options.logger });
   }
 
   /**
@@ -75,7 +76,7 @@ export class LockManager implements LockHost, AcquisitionHost {
    */
   async init(): Promise<void> {
     if (this.options.verifyTable || this.options.createTable) {
-      await ensureLockTable(this.client, this.options.tableName, { create: this.options.createTable, logger: this.options.logger });
+      await this.store.prepare(this.options.createTable);
     }
   }
 

@@ -2,7 +2,8 @@ import type { LoggerService } from '@nestjs/common';
 import type { LockBusyError } from '../errors/lock.errors';
 import { TRANSIENT_RETRY } from '../errors/lock.messages';
 import type { LockRecord } from '../store/lock-record';
-import { type AcquireCondition, CLAIM_LEASE_MS, type LockStore, type WriteResult } from '../store/lock.store';
+import { type AcquireCondition, CLAIM_LEASE_MS, type WriteResult } from '../store/lock.store';
+import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
 import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
 import type { KeyHistory } from './key-history';
@@ -20,7 +21,7 @@ const RETRY_MAX_MS = 2_000;
 
 /** What a remote acquisition needs from the manager. */
 export interface AcquisitionHost {
-  readonly store: LockStore;
+  readonly store: LockStorePort;
   readonly history: KeyHistory;
   readonly options: { readonly logger: LoggerService; readonly leaseMs: number };
   /** Starts holding the lock described by `record`, valid from monotonic time `validFrom`. */

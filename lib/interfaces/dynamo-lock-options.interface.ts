@@ -1,5 +1,6 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { LoggerService } from '@nestjs/common';
+import type { LockStorePort } from '../store/lock-store.interface';
 import type { Duration } from '../utils/duration';
 
 /** Options of `DynamoLockModule.forRoot()` and of a standalone `LockManager`. */
@@ -26,6 +27,11 @@ export interface DynamoLockOptions {
   ownerName?: string;
   /** Prefix added to every key, to share one table between apps. Default `''`. */
   keyPrefix?: string;
+  /**
+   * Where lock records live, instead of DynamoDB: for tests (see `DynamoLockModule.forTesting()`).
+   * When set, `client`, `clientConfig` and the table options are not used.
+   */
+  store?: LockStorePort;
   /** Logger; default a Nest `Logger` with context `DynamoLock` in `LockService`, warnings on stderr for a standalone `LockManager`. */
   logger?: LoggerService;
 }

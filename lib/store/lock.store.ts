@@ -6,7 +6,10 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { randomToken } from '../utils/random-token';
+import type { LoggerService } from '@nestjs/common';
 import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-record';
+import type { LockStorePort } from './lock-store.interface';
+import { ensureLockTable } from './lock-table';
 import { isConditionFailure } from './transient-error';
 
 /** Which state of the item an acquisition write may replace. */
@@ -56,6 +59,8 @@ export interface LockStoreOptions {
   tableName: string;
   /** Days after the last write before DynamoDB TTL may delete the item; 0 writes no TTL attribute. */
   ttlDays: number;
+  /** Where table creation is reported. */
+  logger?: LoggerService;
 }
 
 /** One UpdateItem, before attribute names are picked and values completed. */
@@ -79,7 +84,7 @@ interface Update {
  * earlier success. Writes that also move the queue are not re-applied; a retry of one fails its
  * condition, and the caller recognises its own token in the item instead.
  */
-export class LockStore {
+export class LockStore implements LockStorePort {
   constructor(
     private readonly client: DynamoDBClient,
     private readonly options: LockStoreOptions,
@@ -88,6 +93,11 @@ export class LockStore {
   /** The table this store writes to. */
   get tableName(): string {
     return this.options.tableName;
+  }
+
+  /** Checks that the table exists with the right key schema, creating it when `create` is set. */
+  prepare(create: boolean): Promise<void> {
+    return ensureLockTable(this.client, this.options.tableName, { create, logger: this.options.logger });
   }
 
   /**

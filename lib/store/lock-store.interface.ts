@@ -1,0 +1,28 @@
+import type { LockRecord } from './lock-record';
+import type { AcquireWrite, QueueWrite, WriteResult } from './lock.store';
+
+/**
+ * Where lock records live. The DynamoDB store is the product; an in-memory store with the same
+ * semantics backs tests of applications. Every write is conditional and atomic on one record;
+ * both implementations pass one contract suite.
+ */
+export interface LockStorePort {
+  /** Takes the lock when `write.condition` holds (and dequeues the writer when `queuedAt` is set). */
+  acquire(write: AcquireWrite): Promise<WriteResult>;
+  /** Appends a waiter to the record's queue while the lock is held or others are queued. */
+  enqueue(waiter: QueueWrite): Promise<WriteResult>;
+  /** Removes a waiter from the queue at `index` if it is still there. */
+  leave(key: string, token: string, index: number): Promise<WriteResult>;
+  /** Renews a held lock (new record version; new lease unless `undefined`). */
+  heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs?: number): Promise<WriteResult>;
+  /** Releases a held lock, keeping the fencing counter; `false` when the token did not hold it. */
+  release(key: string, token: string, leaseMs: number): Promise<boolean>;
+  /** Releases straight to the head of the queue. */
+  promote(key: string, token: string, leaseMs: number): Promise<WriteResult>;
+  /** Reads one record (strongly consistent). */
+  read(key: string): Promise<LockRecord | undefined>;
+  /** Every held record whose key starts with `prefix`. */
+  scanHeld(prefix: string): AsyncGenerator<LockRecord>;
+  /** Checks (or creates) whatever the store needs before use, e.g. the DynamoDB table. */
+  prepare(create: boolean): Promise<void>;
+}
