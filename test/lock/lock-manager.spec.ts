@@ -1,5 +1,5 @@
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockBusyError, LockLostError, LockValidationError, type Lock } from '../../lib';
 import { injectFaults } from '../support/fault-injection';
@@ -377,6 +377,41 @@ describeEachServer('LockManager', (server) => {
       const key = newKey('throws');
       await expect(manager.withLock(key, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
       expect(await manager.inspect(key)).toBeNull();
+    });
+
+    it('leaves no timer pending once its locks are released (serverless invocations end clean)', async () => {
+      const manager = fixture.manager();
+      const realSetTimeout = globalThis.setTimeout;
+      const realClearTimeout = globalThis.clearTimeout;
+      const pending = new Set<unknown>();
+      const setSpy = jest.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
+        const handle = realSetTimeout(() => {
+          pending.delete(handle);
+          fn();
+        }, ms);
+        pending.add(handle);
+        return handle;
+      }) as typeof setTimeout);
+      const clearSpy = jest.spyOn(globalThis, 'clearTimeout').mockImplementation(((handle?: NodeJS.Timeout) => {
+        pending.delete(handle);
+        realClearTimeout(handle);
+      }) as typeof clearTimeout);
+      try {
+        const token = await manager.withLock(
+          newKey('lambda'),
+          async (lock) => {
+            expect(pending.size).toBe(1); // the one scheduler timer: the lease's expiry check
+            await lock.extend('20s');
+            return lock.fencingToken;
+          },
+          { heartbeat: false },
+        );
+        expect(token).toBeGreaterThan(0);
+        expect(pending.size).toBe(0);
+      } finally {
+        setSpy.mockRestore();
+        clearSpy.mockRestore();
+      }
     });
 
     it('supports await using', async () => {
