@@ -16,6 +16,7 @@ export { DEFAULTS } from './core/lock-options.resolver';
 export type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
 export type { AcquireOptions } from './interfaces/acquire-options.interface';
 export type { LockInfo } from './interfaces/lock-info.interface';
+export type { AcquiredVia, LockEvent } from './interfaces/lock-event.interface';
 export {
   DynamoLockError,
   LockBusyError,

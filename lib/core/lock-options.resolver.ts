@@ -3,6 +3,7 @@ import type { LoggerService } from '@nestjs/common';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import { HEARTBEAT_NOT_BELOW_LEASE, INVALID_OPTION, INVALID_WAIT } from '../errors/lock.messages';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
+import type { LockEvent } from '../interfaces/lock-event.interface';
 import { type Duration, parseDuration } from '../utils/duration';
 import { ConsoleLockLogger } from './console.logger';
 
@@ -29,6 +30,7 @@ export interface ResolvedLockOptions {
   createTable: boolean;
   verifyTable: boolean;
   logger: LoggerService;
+  onEvent: ((event: LockEvent) => void) | undefined;
 }
 
 /**
@@ -64,6 +66,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     createTable: options.createTable ?? false,
     verifyTable: options.verifyTable ?? true,
     logger: options.logger ?? new ConsoleLockLogger(),
+    onEvent: options.onEvent,
   };
 }
 

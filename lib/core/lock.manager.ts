@@ -6,6 +6,7 @@ import {
   LOCK_EXPIRED,
   LOCK_GONE,
   LOCK_TAKEN,
+  EVENT_LISTENER_FAILED,
   MANAGER_CLOSED,
   NOT_HELD_FOR_EXTEND,
   RELEASE_FAILED,
@@ -15,6 +16,7 @@ import {
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';
+import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
 import type { LockRecord } from '../store/lock-record';
 import { LockStore } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
@@ -238,17 +240,24 @@ export class LockManager implements LockHost, AcquisitionHost {
     this.leases.delete(lock);
     const slot = this.slots.get(lease.storedKey);
     if (slot?.holder === lease) slot.holder = undefined;
-    this.history.recordHold(lease.storedKey, monotonicNow() - lease.acquiredAt);
+    const heldMs = monotonicNow() - lease.acquiredAt;
+    this.history.recordHold(lease.storedKey, heldMs);
     // Waiters of other processes queued in the item come first; then the local queue.
     const handing = slot !== undefined && !this.closed && lease.queuedElsewhere === 0 && this.nextWaiter(slot) !== undefined;
     // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
     if (handing) slot.polling = true;
+    const released = (handedOver: boolean) =>
+      this.emit({ type: 'released', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs), handedOver });
     return this.serial(lease, async () => {
       const next = handing ? this.nextWaiter(slot) : undefined;
-      if (next) return this.handOver(lease, next, slot!);
+      if (next) {
+        released(true);
+        return this.handOver(lease, next, slot!);
+      }
       if (handing) slot.polling = false;
       const done = await this.releaseRemote(lease);
-      if (!done) this.options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
+      if (done) released(lease.queuedElsewhere > 0);
+      else this.options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
       return done;
     }).finally(() => slot && this.pump(slot));
   }
@@ -262,6 +271,17 @@ export class LockManager implements LockHost, AcquisitionHost {
     }
     await this.serial(lease, () => this.renew(lease, leaseMs, true));
     if (lease.state !== 'held') throw lease.controller.signal.reason;
+    this.emit({ type: 'extended', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, leaseMs });
+  }
+
+  /** @internal Passes an event to the `onEvent` listener, never letting it break the lock. */
+  emit(event: LockEvent): void {
+    if (!this.options.onEvent) return;
+    try {
+      this.options.onEvent(event);
+    } catch (error) {
+      this.options.logger.warn?.(EVENT_LISTENER_FAILED(event.type, error));
+    }
   }
 
   // ---- Waiting ----
@@ -317,6 +337,9 @@ export class LockManager implements LockHost, AcquisitionHost {
       waiter.cancel.abort();
       waiter.resolve(outcome);
     } else {
+      if (outcome instanceof LockBusyError) {
+        this.emit({ type: 'busy', key: waiter.key, owner: waiter.owner, holder: outcome.holder, waitedMs: outcome.waitedMs });
+      }
       waiter.cancel.abort(outcome);
       waiter.reject(outcome);
     }
@@ -355,7 +378,7 @@ export class LockManager implements LockHost, AcquisitionHost {
     try {
       const result = await this.store.acquire({ ...this.writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
       if (!result.ok) return false;
-      const lease = this.hold(waiter, result.record, sentAt);
+      const lease = this.hold(waiter, result.record, sentAt, 'handover');
       slot.holder = lease;
       if (waiter.settled) void this.releaseQuietly(lease.lock);
       else this.settle(waiter, lease.lock);
@@ -414,7 +437,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   // ---- Holding ----
 
   /** @internal Starts holding a lock whose lease counts from monotonic time `sentAt`. */
-  hold(waiter: Waiter, record: LockRecord, sentAt: number): HeldLease {
+  hold(waiter: Waiter, record: LockRecord, sentAt: number, via: AcquiredVia): HeldLease {
     const controller = new AbortController();
     const lock = new Lock({
       key: waiter.key,
@@ -446,6 +469,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     };
     this.leases.set(lock, lease);
     this.scheduler.add(lease);
+    const waitedMs = Math.round(monotonicNow() - waiter.startedAt);
+    this.emit({ type: 'acquired', key: waiter.key, owner: waiter.owner, fencingToken: lock.fencingToken, waitedMs, via });
     return lease;
   }
 
@@ -501,6 +526,8 @@ export class LockManager implements LockHost, AcquisitionHost {
       if (Number.isFinite(lease.heartbeatMs)) {
         lease.nextBeatAt = monotonicNow() + Math.min(jitter(Math.max(RETRY_MIN_MS, lease.heartbeatMs / 4)), Math.max(0, left / 2));
       }
+      const delayMs = Math.max(0, Math.round(lease.nextBeatAt - monotonicNow()));
+      this.emit({ type: 'retry', key: lease.lock.key, owner: lease.lock.owner, operation: 'heartbeat', error, delayMs });
       if (rethrow) throw error;
     }
   }
@@ -521,6 +548,7 @@ export class LockManager implements LockHost, AcquisitionHost {
           : LOCK_GONE(key);
     const error = new LockLostError(message, key, reason, cause === undefined ? undefined : { cause });
     this.options.logger.warn?.(message);
+    this.emit({ type: 'lost', key, owner: this.options.ownerName, fencingToken: lease.lock.fencingToken, heldMs: Math.round(monotonicNow() - lease.acquiredAt), reason });
     lease.controller.abort(error);
     if (slot?.holder === lease) {
       slot.holder = undefined;

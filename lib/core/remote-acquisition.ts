@@ -7,6 +7,7 @@ import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
 import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
 import type { KeyHistory } from './key-history';
+import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
 import type { HeldLease, Waiter } from './lock-state';
 
 /** Shortest pause between polls, and the first one when nothing is known about the holder. */
@@ -25,9 +26,12 @@ export interface AcquisitionHost {
   readonly history: KeyHistory;
   readonly options: { readonly logger: LoggerService; readonly leaseMs: number };
   /** Starts holding the lock described by `record`, valid from monotonic time `validFrom`. */
-  hold(waiter: Waiter, record: LockRecord, validFrom: number): HeldLease;
+  hold(waiter: Waiter, record: LockRecord, validFrom: number, via: AcquiredVia): HeldLease;
+  emit(event: LockEvent): void;
   busyError(waiter: Waiter): LockBusyError;
 }
+
+const VIA: Record<AcquireCondition['kind'], AcquiredVia> = { free: 'free', head: 'queue-head', takeover: 'takeover', handover: 'handover' };
 
 type Step =
   | { kind: 'write'; condition: AcquireCondition; queuedAt?: number }
@@ -104,7 +108,7 @@ export class RemoteAcquisition {
           ? host.store.enqueue(this.writeOf())
           : host.store.acquire({ ...this.writeOf(), condition: step.condition, queuedAt: step.queuedAt }),
       );
-      if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt);
+      if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt, VIA[step.condition.kind]);
       // Servers that do not return the blocking item (dynalite) need a read.
       if (result && !result.ok && !result.current) await this.read();
     }
@@ -117,10 +121,10 @@ export class RemoteAcquisition {
    */
   private async confirmPromotion(record: LockRecord): Promise<HeldLease | undefined> {
     const stored = Math.min(record.leaseMs ?? this.waiter.leaseMs, this.waiter.leaseMs);
-    if (this.lastNotMineAt + stored / 2 > monotonicNow()) return this.host.hold(this.waiter, record, this.lastNotMineAt);
+    if (this.lastNotMineAt + stored / 2 > monotonicNow()) return this.host.hold(this.waiter, record, this.lastNotMineAt, 'promotion');
     const sentAt = monotonicNow();
     const result = await this.request(() => this.host.store.heartbeat(this.waiter.storedKey, this.waiter.token, this.waiter.leaseMs));
-    return result?.ok ? this.host.hold(this.waiter, result.record, sentAt) : undefined;
+    return result?.ok ? this.host.hold(this.waiter, result.record, sentAt, 'promotion') : undefined;
   }
 
   /** Decides the next request from the last view of the item. */
@@ -162,6 +166,7 @@ export class RemoteAcquisition {
       if (monotonicNow() >= this.waiter.deadline) throw error;
       const pause = Math.min(jitter(this.retryMs), Math.max(0, this.waiter.deadline - monotonicNow()));
       this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, pause));
+      this.host.emit({ type: 'retry', key: this.waiter.key, owner: this.waiter.owner, operation: 'acquire', error, delayMs: pause });
       await sleep(pause, this.waiter.cancel.signal);
       this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
       return undefined;
@@ -241,7 +246,7 @@ export class RemoteAcquisition {
       for (let attempt = 0; attempt < 5; attempt++) {
         const sentAt = monotonicNow();
         const record = await store.read(waiter.storedKey);
-        if (record?.token === waiter.token) return this.host.hold(waiter, record, this.lastNotMineAt);
+        if (record?.token === waiter.token) return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
         this.lastNotMineAt = sentAt;
         const index = record?.queue.findIndex((entry) => entry.token === waiter.token) ?? -1;
         if (index < 0) return undefined;

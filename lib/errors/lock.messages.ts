@@ -78,6 +78,8 @@ export const TTL_UNSUPPORTED = (tableName: string, error: unknown) =>
 
 export const TABLE_CREATED = (tableName: string) => `Created DynamoDB lock table "${tableName}" (on-demand, TTL on attribute "ttl").`;
 
+export const EVENT_LISTENER_FAILED = (type: string, error: unknown) => `onEvent listener threw on "${type}" (ignored): ${errorText(error)}`;
+
 export const MANAGER_CLOSED = () => `The lock service has been shut down; no new locks can be acquired.`;
 
 /** Renders a value for an error message without risking a throw. */

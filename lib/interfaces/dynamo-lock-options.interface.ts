@@ -1,6 +1,7 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { LoggerService } from '@nestjs/common';
 import type { LockStorePort } from '../store/lock-store.interface';
+import type { LockEvent } from './lock-event.interface';
 import type { Duration } from '../utils/duration';
 
 /** Options of `DynamoLockModule.forRoot()` and of a standalone `LockManager`. */
@@ -32,6 +33,11 @@ export interface DynamoLockOptions {
    * When set, `client`, `clientConfig` and the table options are not used.
    */
   store?: LockStorePort;
+  /**
+   * Called with every lock event (acquired, busy, extended, released, lost, retry), in order.
+   * Must not throw (a throw is logged and ignored); keep it fast, it runs on the lock's path.
+   */
+  onEvent?: (event: LockEvent) => void;
   /** Logger; default a Nest `Logger` with context `DynamoLock` in `LockService`, warnings on stderr for a standalone `LockManager`. */
   logger?: LoggerService;
 }

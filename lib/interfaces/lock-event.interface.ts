@@ -1,0 +1,34 @@
+import type { LockHolder, LockLostReason } from '../errors/lock.errors';
+
+/** How a lock was obtained. */
+export type AcquiredVia =
+  /** It was free: one write. */
+  | 'free'
+  /** A local holder handed it over on release (same process). */
+  | 'handover'
+  /** A holder in another process promoted this waiter, the head of the item's queue, on release. */
+  | 'promotion'
+  /** It was free and this waiter was the head of the queue. */
+  | 'queue-head'
+  /** The previous holder stopped renewing it for a whole lease and was taken over. */
+  | 'takeover';
+
+/** What every event carries. */
+interface LockEventBase {
+  /** The key as given to `acquire()`. */
+  key: string;
+  /** Owner name of this service. */
+  owner: string;
+}
+
+/**
+ * A lock event, passed to the `onEvent` option: for metrics, tracing and audit logs.
+ * `waitedMs`/`heldMs` are measured on the local monotonic clock.
+ */
+export type LockEvent =
+  | (LockEventBase & { type: 'acquired'; fencingToken: number; waitedMs: number; via: AcquiredVia })
+  | (LockEventBase & { type: 'busy'; holder?: LockHolder; waitedMs: number })
+  | (LockEventBase & { type: 'extended'; fencingToken: number; leaseMs: number })
+  | (LockEventBase & { type: 'released'; fencingToken: number; heldMs: number; handedOver: boolean })
+  | (LockEventBase & { type: 'lost'; fencingToken: number; heldMs: number; reason: LockLostReason })
+  | (LockEventBase & { type: 'retry'; operation: string; error: unknown; delayMs: number });

@@ -1,0 +1,37 @@
+import type { DynamicModule, Type } from '@nestjs/common';
+import { DYNAMO_LOCK_OPTIONS } from '../dynamo-lock.module-definition';
+import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
+import { MemoryLockStore } from '../store/memory-lock.store';
+
+/**
+ * Options of `DynamoLockModule.forTesting()`: the lock options (lease, wait, owner name, key
+ * prefix, logger...) without the table checks, which have nothing to check in memory.
+ */
+export interface DynamoLockTestingOptions extends Omit<DynamoLockOptions, 'createTable' | 'verifyTable'> {
+  /**
+   * The store to use; default a new {@link MemoryLockStore}. Pass one store to several testing
+   * modules to make them act like instances of an app sharing one table, or to look at the
+   * records a test left behind.
+   */
+  store?: DynamoLockOptions['store'];
+}
+
+/**
+ * The dynamic module `DynamoLockModule.forTesting()` returns: `module` (the `DynamoLockModule`
+ * class, with its `LockService` and `@WithLock` check) registered globally, with options that
+ * keep every lock in memory and never contact DynamoDB.
+ * @internal
+ */
+export function dynamoLockTestingModule(module: Type<unknown>, options: DynamoLockTestingOptions = {}): DynamicModule {
+  const resolved: DynamoLockOptions = {
+    ...options,
+    store: options.store ?? new MemoryLockStore(),
+    verifyTable: false,
+    createTable: false,
+  };
+  return {
+    module,
+    global: true,
+    providers: [{ provide: DYNAMO_LOCK_OPTIONS, useValue: resolved }],
+  };
+}

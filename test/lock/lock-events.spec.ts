@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { LockEvent } from '../../lib';
+import { injectFaults } from '../support/fault-injection';
+import { LockFixture } from '../support/lock-fixture';
+import { describeEachServer } from '../support/servers';
+
+let seq = 0;
+const newKey = (name: string) => `${name}-${++seq}`;
+
+describeEachServer('lock events (onEvent)', (server) => {
+  const fixture = new LockFixture(server);
+  beforeAll(() => fixture.setup());
+  afterAll(() => fixture.close());
+
+  function recorded() {
+    const events: LockEvent[] = [];
+    return { events, onEvent: (event: LockEvent) => events.push(event), types: () => events.map((e) => `${e.type}${'via' in e ? `:${e.via}` : ''}`) };
+  }
+
+  it('reports acquired, extended and released, in order, with tokens and timings', async () => {
+    const log = recorded();
+    const manager = fixture.manager({ ownerName: 'ev', onEvent: log.onEvent });
+    const key = newKey('basic');
+    const lock = await manager.acquire(key);
+    await lock.extend('40s');
+    await lock.release();
+    expect(log.types()).toEqual(['acquired:free', 'extended', 'released']);
+    expect(log.events[0]).toMatchObject({ key, owner: 'ev', fencingToken: lock.fencingToken, waitedMs: expect.any(Number) });
+    expect(log.events[1]).toMatchObject({ leaseMs: 40_000 });
+    expect(log.events[2]).toMatchObject({ fencingToken: lock.fencingToken, handedOver: false, heldMs: expect.any(Number) });
+  });
+
+  it('reports a local hand-over and a busy attempt', async () => {
+    const log = recorded();
+    const manager = fixture.manager({ onEvent: log.onEvent });
+    const other = fixture.manager({ onEvent: log.onEvent, ownerName: 'other' });
+    const key = newKey('handover');
+    const first = await manager.acquire(key);
+    const second = manager.acquire(key);
+    expect(await other.tryAcquire(key)).toBeNull();
+    await first.release();
+    await (await second).release();
+    expect(log.types()).toEqual(['acquired:free', 'busy', 'released', 'acquired:handover', 'released']);
+    expect(log.events[1]).toMatchObject({ type: 'busy', owner: 'other', holder: { fencingToken: first.fencingToken } });
+    expect(log.events[2]).toMatchObject({ type: 'released', handedOver: true });
+  });
+
+  it('reports a takeover to the new holder and the loss to the old one', async () => {
+    const log = recorded();
+    const dead = fixture.manager({ ownerName: 'dead', onEvent: log.onEvent });
+    const waiter = fixture.manager({ ownerName: 'waiter', onEvent: log.onEvent });
+    const key = newKey('takeover');
+    await dead.acquire(key, { leaseDuration: 600, heartbeat: false });
+    const lock = await waiter.acquire(key, { wait: '10s' });
+    await sleep(50);
+    const types = log.events.map((e) => `${e.owner}:${e.type}${'via' in e ? `:${e.via}` : ''}${'reason' in e ? `:${e.reason}` : ''}`);
+    expect(types).toEqual(['dead:acquired:free', 'dead:lost:expired', 'waiter:acquired:takeover']);
+    await lock.release();
+  });
+
+  it('reports retries after transient errors, and survives a listener that throws', async () => {
+    const events: LockEvent[] = [];
+    const manager = fixture.manager({
+      onEvent: (event) => {
+        events.push(event);
+        throw new Error('listener bug');
+      },
+    });
+    injectFaults(manager.client).failNext('UpdateItem', { kind: 'server-error', times: 4 });
+    const lock = await manager.acquire(newKey('retry'), { wait: '20s' });
+    expect(events.map((e) => e.type)).toEqual(['retry', 'acquired']);
+    expect(events[0]).toMatchObject({ operation: 'acquire', delayMs: expect.any(Number) });
+    expect(manager.logger.at('warn').some((m) => m.includes('onEvent listener threw on "retry"'))).toBe(true);
+    await lock.release();
+  }, 30_000);
+});
