@@ -1,8 +1,9 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { WithLockExplorer } from './decorators/with-lock.explorer';
 import { ConfigurableDynamoLockModule } from './dynamo-lock.module-definition';
 import { LockService } from './lock.service';
+import { type DynamoLockTestingOptions, dynamoLockTestingModule } from './testing/dynamo-lock-testing.module';
 
 /**
  * Registers {@link LockService} (and the start-up check of `@WithLock` classes). Global unless
@@ -25,4 +26,21 @@ import { LockService } from './lock.service';
   providers: [LockService, WithLockExplorer],
   exports: [LockService],
 })
-export class DynamoLockModule extends ConfigurableDynamoLockModule {}
+export class DynamoLockModule extends ConfigurableDynamoLockModule {
+  /**
+   * For unit tests of code that uses `@WithLock` or `LockService`: a global module whose
+   * `LockService` keeps its locks in memory (a `MemoryLockStore`, same semantics as the
+   * table: leases, fencing tokens, re-entrancy, busy errors) and never contacts DynamoDB.
+   *
+   * @example
+   * ```ts
+   * const moduleRef = await Test.createTestingModule({
+   *   imports: [DynamoLockModule.forTesting({ leaseDuration: '2s' })],
+   *   providers: [InvoiceService],
+   * }).compile();
+   * ```
+   */
+  static forTesting(options?: DynamoLockTestingOptions): DynamicModule {
+    return dynamoLockTestingModule(DynamoLockModule, options);
+  }
+}

@@ -31,5 +31,6 @@ export {
 export { type Duration, parseDuration } from './utils/duration';
 export { createLockTable, ensureLockTable } from './store/lock-table';
 export type { LockStorePort } from './store/lock-store.interface';
+export { MemoryLockStore } from './store/memory-lock.store';
 export type { LockRecord, QueuedWaiter } from './store/lock-record';
 export type { AcquireCondition, AcquireWrite, QueueWrite, WriteResult } from './store/lock.store';

@@ -54,7 +54,7 @@ export class RemoteAcquisition {
   private current: LockRecord | undefined;
   private known = false;
   /** The record version being watched, its lease, and when it was first seen. */
-  private observed: { rvn: string; leaseMs: number; at: number } | undefined;
+  private observed: { rvn: string; leaseMs: number; at: number; holder: string | undefined } | undefined;
   private holderToken: string | undefined;
   private holderSince = 0;
   /** This waiter's index in the item's queue, when queued. */
@@ -134,7 +134,7 @@ export class RemoteAcquisition {
     const now = monotonicNow();
     if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
       // The record did not change for a whole lease: its holder (or the queue's head) is gone.
-      return { kind: 'write', condition: { kind: 'takeover', rvn: this.observed.rvn }, queuedAt: this.queuedAt };
+      return { kind: 'write', condition: { kind: 'takeover', rvn: this.observed.rvn, holder: this.observed.holder }, queuedAt: this.queuedAt };
     }
     if (!current.token) {
       if (current.queue.length === 0) return { kind: 'write', condition: { kind: 'free' } };
@@ -213,7 +213,7 @@ export class RemoteAcquisition {
     if (watched === undefined) this.observed = undefined;
     else if (this.observed?.rvn !== watched) {
       const leaseMs = holder ? (this.current.leaseMs ?? host.options.leaseMs) : CLAIM_LEASE_MS;
-      this.observed = { rvn: watched, leaseMs, at: now };
+      this.observed = { rvn: watched, leaseMs, at: now, holder };
     }
   }
 

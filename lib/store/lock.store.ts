@@ -18,8 +18,11 @@ export type AcquireCondition =
   | { kind: 'free' }
   /** The item is released and the writer is the head of its queue (at `index` 0). */
   | { kind: 'head' }
-  /** The item still carries the record version a waiter watched for a whole lease. */
-  | { kind: 'takeover'; rvn: string }
+  /**
+   * The item still carries the record version a waiter watched for a whole lease; `holder` is the
+   * token it watched, dropped from the queued set so a dead holder's token does not linger there.
+   */
+  | { kind: 'takeover'; rvn: string; holder?: string }
   /** The item is held by a local holder who hands it straight to the next local waiter. */
   | { kind: 'handover'; fromToken: string };
 
@@ -131,7 +134,7 @@ export class LockStore implements LockStorePort {
       set.push('#data = :data');
       values[':data'] = { S: write.data };
     }
-    const deletes: string[] = [];
+    const dropped: string[] = [];
     let condition: string;
     switch (write.condition.kind) {
       case 'free':
@@ -143,10 +146,12 @@ export class LockStore implements LockStorePort {
       case 'takeover':
         condition = '#rvn = :seenRvn';
         values[':seenRvn'] = { S: write.condition.rvn };
+        if (write.condition.holder) dropped.push(write.condition.holder);
         break;
       case 'handover':
         condition = '#token = :fromToken';
         values[':fromToken'] = { S: write.condition.fromToken };
+        dropped.push(write.condition.fromToken);
         break;
     }
     if (write.queuedAt === undefined) {
@@ -156,9 +161,11 @@ export class LockStore implements LockStorePort {
       const at = Math.trunc(write.queuedAt);
       condition = `(${condition}) AND #queue[${at}].#token = :token`;
       remove.push(`#queue[${at}]`);
-      deletes.push('#queued :tokenSet');
-      values[':tokenSet'] = { SS: [write.token] };
+      dropped.push(write.token);
     }
+    // Tokens that no longer wait leave the queued set, which would otherwise grow on busy keys.
+    const deletes = dropped.length ? ['#queued :dropped'] : [];
+    if (dropped.length) values[':dropped'] = { SS: [...new Set(dropped)] };
     return this.update({ key: write.key, set, remove, delete: deletes, condition, values, returnNew: true }, write.leaseMs, now);
   }
 
@@ -239,7 +246,9 @@ export class LockStore implements LockStorePort {
         set: ['#rvn = :rvn', '#released = :token', '#updatedAt = :now'],
         remove: ['#token', '#owner', '#data'],
         delete: ['#queued :tokenSet'],
-        condition: '#token = :token OR #released = :token',
+        // A retry after a lost response finds its own released token; a token that promoted the
+        // lock away finds another holder and changes nothing.
+        condition: '#token = :token OR (#released = :token AND attribute_not_exists(#token))',
         values: { ':token': { S: token }, ':rvn': { S: randomToken() }, ':now': { N: String(now) }, ':tokenSet': { SS: [token] } },
       },
       leaseMs,

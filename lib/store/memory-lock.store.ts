@@ -109,10 +109,14 @@ export class MemoryLockStore implements LockStorePort {
         data: w.data,
         released: undefined,
       };
+      const dropped: string[] = [];
+      if (w.condition.kind === 'handover') dropped.push(w.condition.fromToken);
+      if (w.condition.kind === 'takeover' && w.condition.holder) dropped.push(w.condition.holder);
       if (at !== undefined) {
         next.queue = removeAt(item.queue, at);
-        next.queued = without(item.queued, w.token);
+        dropped.push(w.token);
       }
+      for (const token of dropped) next.queued = without(next.queued, token);
       return next;
     });
   }
@@ -154,7 +158,7 @@ export class MemoryLockStore implements LockStorePort {
   async release(key: string, token: string, _leaseMs: number): Promise<boolean> {
     await tick();
     const result = this.update(key, (item) => {
-      if (item.token !== token && item.released !== token) return undefined;
+      if (item.token !== token && !(item.released === token && item.token === undefined)) return undefined;
       return {
         ...item,
         rvn: randomToken(),
@@ -175,7 +179,9 @@ export class MemoryLockStore implements LockStorePort {
       const head = item.queue?.[0];
       if (item.token !== token || head === undefined) return undefined;
       // `#fence + :one` on a missing counter: DynamoDB rejects the request (no holder lacks one).
-      if (item.fence === undefined) throw new MemoryStoreValidationError('The provided expression refers to an attribute that does not exist in the item');
+      if (item.fence === undefined) {
+        throw new MemoryStoreValidationError('The provided expression refers to an attribute that does not exist in the item');
+      }
       const now = Date.now();
       return {
         ...item,

@@ -1,0 +1,167 @@
+/**
+ * The lock engine's cross-process semantics with the in-memory store: two `LockManager`s
+ * sharing one `MemoryLockStore` behave like two processes sharing one DynamoDB table.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type DynamoLockOptions, LockLostError, LockManager, MemoryLockStore } from '../../lib';
+import { MemoryLogger } from '../support/lock-fixture';
+
+let seq = 0;
+const newKey = (name: string) => `${name}-${++seq}`;
+
+/** Polls `check` every few milliseconds until it returns true (or fails after `ms`). */
+async function until(check: () => boolean | Promise<boolean>, ms = 3_000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error('condition not met in time');
+    await sleep(5);
+  }
+}
+
+describe('LockManager on a shared MemoryLockStore', () => {
+  let store: MemoryLockStore;
+  let managers: LockManager[];
+  let send: ReturnType<typeof jest.spyOn>;
+
+  const manager = (ownerName: string, options: DynamoLockOptions = {}) => {
+    const m = new LockManager({ store, verifyTable: false, ownerName, logger: new MemoryLogger(), ...options });
+    managers.push(m);
+    return m;
+  };
+
+  beforeEach(() => {
+    store = new MemoryLockStore();
+    managers = [];
+    send = jest.spyOn(DynamoDBClient.prototype, 'send');
+  });
+  afterEach(async () => {
+    await Promise.all(managers.map((m) => m.close()));
+    expect(send).not.toHaveBeenCalled();
+  });
+
+  it('never lets two managers inside one key at the same time; fencing tokens rise in entry order', async () => {
+    const [m1, m2] = [manager('m1'), manager('m2')];
+    const key = newKey('exclusive');
+    let inside = 0;
+    let maxInside = 0;
+    const tokens: number[] = [];
+    await Promise.all(
+      [m1, m2].map(async (m) => {
+        for (let i = 0; i < 5; i++) {
+          await m.withLock(
+            key,
+            async (lock) => {
+              maxInside = Math.max(maxInside, ++inside);
+              tokens.push(lock.fencingToken);
+              await sleep(3);
+              inside--;
+            },
+            { wait: '10s' },
+          );
+        }
+      }),
+    );
+    expect(maxInside).toBe(1);
+    expect(tokens).toHaveLength(10);
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]!);
+  });
+
+  it('queues a waiter of the other manager in the record; the release promotes it in the same write; the releaser cannot jump the queue', async () => {
+    const [m1, m2] = [manager('m1'), manager('m2')];
+    const key = newKey('promote');
+    const order: string[] = [];
+    const first = await m1.acquire(key);
+    const remote = m2.acquire(key, { wait: '10s' });
+    await until(async () => (await store.read(key))?.queue.length === 1);
+    const queued = (await store.read(key))!.queue[0]!;
+    expect(queued.owner).toBe('m2');
+    // A second caller of the holder's own manager arrives after m2's waiter.
+    const local = m1.acquire(key, { wait: '10s' }).then(async (lock) => {
+      order.push('m1 again');
+      return lock;
+    });
+    await first.extend(); // the holder learns who is queued (a heartbeat does the same)
+    expect(await first.release()).toBe(true);
+    // One write handed it over: the record names m2's waiter before m2 even looked.
+    const handed = await store.read(key);
+    expect(handed).toMatchObject({ token: queued.token, owner: 'm2', released: first.leaseId, fencingToken: first.fencingToken + 1 });
+    const second = await remote;
+    order.push('m2');
+    expect(second.leaseId).toBe(queued.token);
+    expect(second.fencingToken).toBe(first.fencingToken + 1);
+    await sleep(50);
+    expect(order).toEqual(['m2']); // m1's own caller still waits behind m2
+    await second.release();
+    const third = await local;
+    expect(order).toEqual(['m2', 'm1 again']);
+    expect(third.fencingToken).toBe(second.fencingToken + 1);
+    await third.release();
+    expect((await store.read(key))?.queue).toEqual([]);
+  });
+
+  it('takes over a holder that stopped heartbeating one lease after first seeing its record', async () => {
+    const [m1, m2] = [manager('m1'), manager('m2')];
+    const key = newKey('takeover');
+    const dead = await m1.acquire(key, { leaseDuration: 400, heartbeat: false });
+    const started = performance.now();
+    const heir = await m2.acquire(key, { wait: '5s' });
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(390);
+    expect(waited).toBeLessThan(2_000);
+    expect(heir.fencingToken).toBe(dead.fencingToken + 1);
+    // The silent holder's own clock already told it: its lease ran out.
+    expect(dead.isHeld).toBe(false);
+    expect((dead.signal.reason as LockLostError).reason).toBe('expired');
+    expect(await dead.release()).toBe(false);
+    expect((await store.read(key))?.token).toBe(heir.leaseId);
+    await heir.release();
+  });
+
+  it('signals a holder that its lock was taken (reason "taken", naming the new owner) at its next heartbeat', async () => {
+    const m1 = manager('m1', { leaseDuration: 600, heartbeatInterval: 50 });
+    const key = newKey('taken');
+    const lock = await m1.acquire(key);
+    const seen = (await store.read(key))!;
+    // Another process takes it over (as if m1 had been silent for a lease).
+    const rogue = await store.acquire({ key, token: 'rogue-token', owner: 'rogue', leaseMs: 5_000, condition: { kind: 'takeover', rvn: seen.rvn! } });
+    expect(rogue.ok).toBe(true);
+    await until(() => lock.signal.aborted);
+    const reason = lock.signal.reason as LockLostError;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason.reason).toBe('taken');
+    expect(reason.message).toContain('"rogue"');
+    expect(lock.isHeld).toBe(false);
+    expect(await lock.release()).toBe(false);
+    expect((await store.read(key))?.token).toBe('rogue-token');
+  });
+
+  // Regression: a stale lease id that promoted the lock away must not release the promoted holder.
+  it('a stale lease id that promoted the lock away releases nothing (the promoted holder keeps it)', async () => {
+    const [m1, m2] = [manager('m1'), manager('m2')];
+    const key = newKey('stale-after-promote');
+    const first = await m1.acquire(key);
+    const remote = m2.acquire(key, { wait: '10s' });
+    await until(async () => (await store.read(key))?.queue.length === 1);
+    await first.extend();
+    expect(await first.release()).toBe(true);
+    const second = await remote;
+    expect(await m1.releaseLease(key, first.leaseId)).toBe(false);
+    expect((await store.read(key))?.token).toBe(second.leaseId);
+    expect(second.isHeld).toBe(true);
+    await second.release();
+  });
+
+  it('signals "gone" when its lease id is released elsewhere, and the other manager can take the key at once', async () => {
+    const [m1, m2] = [manager('m1', { leaseDuration: 600, heartbeatInterval: 50 }), manager('m2')];
+    const key = newKey('gone');
+    const lock = await m1.acquire(key);
+    expect(await m2.releaseLease(key, lock.leaseId)).toBe(true);
+    await until(() => lock.signal.aborted);
+    expect((lock.signal.reason as LockLostError).reason).toBe('gone');
+    const next = await m2.acquire(key, { wait: false });
+    expect(next.fencingToken).toBe(lock.fencingToken + 1);
+    await next.release();
+  });
+});
