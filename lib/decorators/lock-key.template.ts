@@ -4,8 +4,10 @@ import {
   TEMPLATE_ARGUMENT_MISSING,
   TEMPLATE_EMPTY,
   TEMPLATE_MALFORMED,
+  TEMPLATE_NOT_WELL_FORMED,
   TEMPLATE_PERCENT_SEPARATOR,
   TEMPLATE_VALUE_EMPTY,
+  TEMPLATE_VALUE_INVALID_DATE,
   TEMPLATE_VALUE_MISSING,
   TEMPLATE_VALUE_OBJECT,
 } from '../errors/lock.messages';
@@ -38,6 +40,7 @@ export class LockKeyTemplate {
     parameterCount: number,
   ) {
     if (typeof template !== 'string' || template.length === 0) throw new LockValidationError(TEMPLATE_EMPTY(where));
+    if (!template.isWellFormed()) throw new LockValidationError(TEMPLATE_NOT_WELL_FORMED(where, template));
     this.parts = parse(template, where);
     const placeholders = this.parts.filter((p) => 'arg' in p);
     for (const p of placeholders) {
@@ -78,7 +81,10 @@ export class LockKeyTemplate {
       throw new LockValidationError(TEMPLATE_VALUE_MISSING(this.where, this.template, part.source, value));
     }
     let text: string;
-    if (value instanceof Date) text = value.toISOString();
+    if (value instanceof Date) {
+      if (Number.isNaN(value.getTime())) throw new LockValidationError(TEMPLATE_VALUE_INVALID_DATE(this.where, this.template, part.source));
+      text = value.toISOString();
+    }
     else if (typeof value === 'object' || typeof value === 'function' || typeof value === 'symbol') {
       throw new LockValidationError(TEMPLATE_VALUE_OBJECT(this.where, this.template, part.source));
     } else text = String(value);

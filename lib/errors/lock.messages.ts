@@ -13,6 +13,15 @@ export const EMPTY_KEY = () => `Lock key must be a non-empty string.`;
 export const KEY_NOT_STRING = (value: unknown) =>
   `Lock key must be a string; got ${describe(value)}.`;
 
+export const KEY_NOT_WELL_FORMED = (key: string) =>
+  `Lock key "${truncate(key.toWellFormed())}" contains a lone UTF-16 surrogate; it would be stored as U+FFFD and collide with other keys. Build keys from well-formed text.`;
+
+export const TEMPLATE_NOT_WELL_FORMED = (where: string, template: string) =>
+  `@WithLock on ${where}: the key template "${template.toWellFormed()}" contains a lone UTF-16 surrogate. Use well-formed text.`;
+
+export const TEMPLATE_VALUE_INVALID_DATE = (where: string, template: string, placeholder: string) =>
+  `@WithLock('${template}') on ${where}: ${placeholder} is an invalid Date in this call, so no lock key can be built.`;
+
 export const KEY_TOO_LONG = (key: string, bytes: number, max: number) =>
   `Lock key "${truncate(key)}" is ${bytes} bytes in UTF-8 (key prefix included); DynamoDB allows at most ${max} bytes in a partition key. Use a shorter key, for example a hash of the long value.`;
 

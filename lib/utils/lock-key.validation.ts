@@ -1,5 +1,5 @@
 import { LockValidationError } from '../errors/lock.errors';
-import { DATA_NOT_SERIALIZABLE, DATA_TOO_LARGE, EMPTY_KEY, KEY_NOT_STRING, KEY_TOO_LONG } from '../errors/lock.messages';
+import { DATA_NOT_SERIALIZABLE, DATA_TOO_LARGE, EMPTY_KEY, KEY_NOT_STRING, KEY_NOT_WELL_FORMED, KEY_TOO_LONG } from '../errors/lock.messages';
 
 /** DynamoDB's limit on a partition key value, counted in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 2048;
@@ -12,12 +12,14 @@ export const MAX_DATA_BYTES = 400 * 1024 - 4096;
 
 /**
  * Checks a user key and returns the stored key (`keyPrefix + key`).
- * @throws LockValidationError for a non-string, empty or over-long key.
+ * @throws LockValidationError for a non-string, empty, over-long or not well-formed (lone surrogate) key.
  */
 export function toStoredKey(key: unknown, keyPrefix: string): string {
   if (typeof key !== 'string') throw new LockValidationError(KEY_NOT_STRING(key));
   if (key.length === 0) throw new LockValidationError(EMPTY_KEY());
   const stored = keyPrefix + key;
+  // A lone surrogate becomes U+FFFD in UTF-8: two different keys would share one lock.
+  if (!stored.isWellFormed()) throw new LockValidationError(KEY_NOT_WELL_FORMED(stored));
   const bytes = Buffer.byteLength(stored, 'utf8');
   if (bytes > MAX_KEY_BYTES) throw new LockValidationError(KEY_TOO_LONG(stored, bytes, MAX_KEY_BYTES));
   return stored;

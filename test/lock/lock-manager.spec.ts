@@ -433,6 +433,7 @@ describeEachServer('LockManager', (server) => {
       ['an empty key', '', undefined, /Lock key must be a non-empty string/],
       ['a key over 2048 UTF-8 bytes', 'é'.repeat(1_025), undefined, /is 2050 bytes in UTF-8 .* at most 2048 bytes/],
       ['a non-string key', 42 as unknown as string, undefined, /Lock key must be a string; got 42/],
+      ['a key with a lone surrogate', 'a\uD800b', undefined, /contains a lone UTF-16 surrogate/],
       ['a zero lease', 'k', { leaseDuration: '0s' }, /leaseDuration must be a positive duration/],
       ['a malformed lease', 'k', { leaseDuration: 'soon' }, /leaseDuration must be a positive duration; got "soon"/],
       ['a malformed wait', 'k', { wait: 'forever' }, /wait must be a positive duration/],

@@ -43,6 +43,7 @@ describe('LockKeyTemplate', () => {
     ['invoice-<0.>', /malformed/],
     ['<0><1>', /separated by fixed text/],
     ['<0>%<1>', /'%' cannot be used between placeholders/],
+    ['<0>\uD800<1>', /contains a lone UTF-16 surrogate/],
   ])('rejects template %p at definition', (template, message) => {
     const error = errorOf(() => new LockKeyTemplate(template, where, 2));
     expect(error).toBeInstanceOf(LockValidationError);
@@ -63,6 +64,7 @@ describe('LockKeyTemplate', () => {
     [[null], /<0> is null in this call/],
     [[{ id: 1 }], /<0> is an object; name one of its properties, e.g. <0.id>/],
     [[''], /<0> is an empty string/],
+    [[new Date(Number.NaN)], /<0> is an invalid Date/],
   ])('rejects value %p at call time', (args, message) => {
     const error = errorOf(() => new LockKeyTemplate('invoice-<0>', where, 1).render(args));
     expect(error).toBeInstanceOf(LockValidationError);
