@@ -22,6 +22,8 @@ export interface ResolvedLockOptions {
   leaseMs: number;
   /** Explicit heartbeat interval, or `undefined` for a third of each lock's lease. */
   heartbeatMs: number | undefined;
+  /** Longest pause between polls of a waiter, in ms. */
+  maxPollMs: number;
   /** Default wait in ms: `Infinity` without limit, `0` for one attempt. */
   waitMs: number;
   ttlDays: number;
@@ -59,6 +61,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     tableName,
     leaseMs,
     heartbeatMs,
+    maxPollMs: asConfigError(() => parseDuration(options.maxPollInterval ?? 1_000, 'maxPollInterval')),
     waitMs: options.wait === undefined ? 2 * leaseMs : asConfigError(() => resolveWait(options.wait as Duration | boolean)),
     ttlDays,
     ownerName,

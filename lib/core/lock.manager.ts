@@ -255,7 +255,7 @@ export class LockManager implements LockHost, AcquisitionHost {
         return this.handOver(lease, next, slot!);
       }
       if (handing) slot.polling = false;
-      const done = await this.releaseRemote(lease);
+      const done = await this.releaseRemote(lease, heldMs);
       if (done) released(lease.queuedElsewhere > 0);
       else this.options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
       return done;
@@ -400,9 +400,9 @@ export class LockManager implements LockHost, AcquisitionHost {
    * Gives a lock back to DynamoDB: to the head of the item's queue when waiters of other
    * processes are queued (one write), else a plain release (one write).
    */
-  private async releaseRemote(lease: HeldLease): Promise<boolean> {
+  private async releaseRemote(lease: HeldLease, heldMs: number): Promise<boolean> {
     if (lease.queuedElsewhere > 0) {
-      const promoted = await this.store.promote(lease.storedKey, lease.token, lease.leaseMs);
+      const promoted = await this.store.promote(lease.storedKey, lease.token, lease.leaseMs, heldMs);
       if (promoted.ok) {
         this.history.recordBusy(lease.storedKey, monotonicNow());
         return true;
@@ -411,7 +411,7 @@ export class LockManager implements LockHost, AcquisitionHost {
       if (current?.released === lease.token) return true; // our promotion, retried after a lost response
       if (current?.token !== lease.token) return false;
     }
-    return this.store.release(lease.storedKey, lease.token, lease.leaseMs);
+    return this.store.release(lease.storedKey, lease.token, lease.leaseMs, heldMs);
   }
 
   /** At the deadline: the busy error, or the DynamoDB error that kept this waiter from seeing any holder. */

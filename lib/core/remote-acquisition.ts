@@ -13,7 +13,6 @@ import type { HeldLease, Waiter } from './lock-state';
 /** Shortest pause between polls, and the first one when nothing is known about the holder. */
 const POLL_MIN_MS = 2;
 const FIRST_POLL_MS = 5;
-const POLL_MAX_MS = 1_000;
 /** Growth of the pause while a release is overdue or nothing is known. */
 const POLL_GROWTH = 1.5;
 /** Backoff after a transient DynamoDB error. */
@@ -24,7 +23,7 @@ const RETRY_MAX_MS = 2_000;
 export interface AcquisitionHost {
   readonly store: LockStorePort;
   readonly history: KeyHistory;
-  readonly options: { readonly logger: LoggerService; readonly leaseMs: number };
+  readonly options: { readonly logger: LoggerService; readonly leaseMs: number; readonly maxPollMs: number };
   /** Starts holding the lock described by `record`, valid from monotonic time `validFrom`. */
   hold(waiter: Waiter, record: LockRecord, validFrom: number, via: AcquiredVia): HeldLease;
   emit(event: LockEvent): void;
@@ -196,7 +195,7 @@ export class RemoteAcquisition {
     if (holder !== this.holderToken) {
       // The change happened between the previous answer and this one; when the previous holder's
       // start is known, it most likely ended one usual hold later.
-      const estimate = host.history.holdEstimate(waiter.storedKey);
+      const estimate = this.holdEstimate();
       this.holderSince =
         this.holderToken === undefined
           ? now
@@ -224,13 +223,18 @@ export class RemoteAcquisition {
    */
   private pollDelay(): number {
     const now = monotonicNow();
-    const estimate = this.host.history.holdEstimate(this.waiter.storedKey);
+    const estimate = this.holdEstimate();
     let delay: number;
     const expected = estimate === undefined ? undefined : this.holderSince + estimate * ((this.queuedAt ?? 0) + 1) - this.rttMs;
     if (expected !== undefined && expected - now > POLL_MIN_MS && this.pollStreak === 0) delay = expected - now;
     else delay = (estimate === undefined ? FIRST_POLL_MS : POLL_MIN_MS) * POLL_GROWTH ** this.pollStreak++;
     if (this.observed) delay = Math.min(delay, Math.max(0, this.observed.at + this.observed.leaseMs - now));
-    return Math.max(0, Math.min(delay, POLL_MAX_MS, this.waiter.deadline - now));
+    return Math.max(0, Math.min(delay, this.host.options.maxPollMs, this.waiter.deadline - now));
+  }
+
+  /** How long holders of this key usually keep it: learned here, or as the last holder wrote it. */
+  private holdEstimate(): number | undefined {
+    return this.host.history.holdEstimate(this.waiter.storedKey) ?? this.current?.lastHoldMs;
   }
 
   /**

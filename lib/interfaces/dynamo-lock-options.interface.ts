@@ -14,6 +14,13 @@ export interface DynamoLockOptions {
   heartbeatInterval?: Duration;
   /** Default for `acquire({ wait })`: `true` waits without limit, `false` tries once. Default: two leases. */
   wait?: Duration | boolean;
+  /**
+   * Longest pause between two reads of a waiter in another process than the holder's: the knob
+   * between cost and hand-over latency. Waiters poll when a release is due (from the key's usual
+   * hold time) and back off up to this. Lower = faster notice of unexpected releases (graceful
+   * shutdowns), more reads. Default `'1s'`.
+   */
+  maxPollInterval?: Duration;
   /** Days after its last write before DynamoDB TTL may delete an idle lock item; `0` disables. Default 2. */
   ttlDays?: number;
   /** The DynamoDB client to use. The library never destroys a client it was given. */

@@ -26,6 +26,8 @@ export const ATTR = {
   data: 'data',
   /** Owner token of the last release, so a retried release recognises itself. */
   released: 'releasedToken',
+  /** How long the last holder kept the lock, in ms: waiters time their polls by it. */
+  lastHold: 'lastHoldMs',
   /** Expiry for DynamoDB TTL, in epoch seconds; garbage collection only. */
   ttl: 'ttl',
   /**
@@ -54,6 +56,8 @@ export interface LockRecord {
   acquiredAt?: number;
   updatedAt?: number;
   data?: string;
+  /** How long the last holder kept the lock (ms, its monotonic clock): waiters time their polls by it. */
+  lastHoldMs?: number;
   /** Token of the last release (or promotion) of this item. */
   released?: string;
   /** Tokens of the waiters queued in the item, head first. */
@@ -79,6 +83,7 @@ export function toLockRecord(item: Record<string, AttributeValue>): LockRecord {
     updatedAt: num(item[ATTR.updatedAt]),
     data: item[ATTR.data]?.S || undefined,
     released: item[ATTR.released]?.S,
+    lastHoldMs: num(item[ATTR.lastHold]),
     queue: (item[ATTR.queue]?.L ?? []).map((entry) => ({
       token: entry.M?.[ATTR.token]?.S ?? '',
       owner: entry.M?.[ATTR.owner]?.S,

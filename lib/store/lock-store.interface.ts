@@ -15,10 +15,10 @@ export interface LockStorePort {
   leave(key: string, token: string, index: number): Promise<WriteResult>;
   /** Renews a held lock (new record version; new lease unless `undefined`). */
   heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs?: number): Promise<WriteResult>;
-  /** Releases a held lock, keeping the fencing counter; `false` when the token did not hold it. */
-  release(key: string, token: string, leaseMs: number): Promise<boolean>;
-  /** Releases straight to the head of the queue. */
-  promote(key: string, token: string, leaseMs: number): Promise<WriteResult>;
+  /** Releases a held lock, keeping the fencing counter; `false` when the token did not hold it. `heldMs` is recorded for waiters. */
+  release(key: string, token: string, leaseMs: number, heldMs?: number): Promise<boolean>;
+  /** Releases straight to the head of the queue. `heldMs` is recorded for waiters. */
+  promote(key: string, token: string, leaseMs: number, heldMs?: number): Promise<WriteResult>;
   /** Reads one record (strongly consistent). */
   read(key: string): Promise<LockRecord | undefined>;
   /** Every held record whose key starts with `prefix`. */

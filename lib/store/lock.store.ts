@@ -238,18 +238,18 @@ export class LockStore implements LockStorePort {
    * response was lost still reports success.
    * @returns `false` when the token no longer held the lock (nothing was changed).
    */
-  async release(key: string, token: string, leaseMs: number): Promise<boolean> {
+  async release(key: string, token: string, leaseMs: number, heldMs?: number): Promise<boolean> {
     const now = Date.now();
     const result = await this.update(
       {
         key,
-        set: ['#rvn = :rvn', '#released = :token', '#updatedAt = :now'],
+        set: ['#rvn = :rvn', '#released = :token', '#updatedAt = :now', ...lastHold(heldMs)],
         remove: ['#token', '#owner', '#data'],
         delete: ['#queued :tokenSet'],
         // A retry after a lost response finds its own released token; a token that promoted the
         // lock away finds another holder and changes nothing.
         condition: '#token = :token OR (#released = :token AND attribute_not_exists(#token))',
-        values: { ':token': { S: token }, ':rvn': { S: randomToken() }, ':now': { N: String(now) }, ':tokenSet': { SS: [token] } },
+        values: { ':token': { S: token }, ':rvn': { S: randomToken() }, ':now': { N: String(now) }, ':tokenSet': { SS: [token] }, ...heldValue(heldMs) },
       },
       leaseMs,
       now,
@@ -262,7 +262,7 @@ export class LockStore implements LockStorePort {
    * token, owner, lease and data become the lock's, the fencing counter rises, the head leaves
    * the queue. Fails (changing nothing) when the token does not hold the lock or nobody is queued.
    */
-  promote(key: string, token: string, leaseMs: number): Promise<WriteResult> {
+  promote(key: string, token: string, leaseMs: number, heldMs?: number): Promise<WriteResult> {
     const now = Date.now();
     const from = (name: string) => `#${name} = #queue[0].#${name}`;
     return this.update(
@@ -278,6 +278,7 @@ export class LockStore implements LockStorePort {
           '#acquiredAt = :now',
           '#updatedAt = :now',
           '#fence = #fence + :one',
+          ...lastHold(heldMs),
         ],
         remove: ['#queue[0]'],
         delete: ['#queued :tokenSet'],
@@ -288,6 +289,7 @@ export class LockStore implements LockStorePort {
           ':now': { N: String(now) },
           ':one': { N: '1' },
           ':tokenSet': { SS: [token] },
+          ...heldValue(heldMs),
         },
         returnNew: true,
       },
@@ -365,6 +367,15 @@ export class LockStore implements LockStorePort {
       throw error;
     }
   }
+}
+
+/** `SET` clause recording the hold time, when known. */
+function lastHold(heldMs: number | undefined): string[] {
+  return heldMs === undefined ? [] : ['#lastHold = :held'];
+}
+
+function heldValue(heldMs: number | undefined): Record<string, AttributeValue> {
+  return heldMs === undefined ? {} : { ':held': { N: String(Math.max(0, Math.round(heldMs))) } };
 }
 
 /** The attribute-name placeholders an expression uses (DynamoDB rejects unused ones). */

@@ -23,6 +23,7 @@ interface StoredItem {
   updatedAt?: number;
   data?: string;
   released?: string;
+  lastHoldMs?: number;
   queue?: StoredWaiter[];
   /** The `queued` string set; DynamoDB has no empty sets, so never empty here either. */
   queued?: string[];
@@ -155,7 +156,7 @@ export class MemoryLockStore implements LockStorePort {
     });
   }
 
-  async release(key: string, token: string, _leaseMs: number): Promise<boolean> {
+  async release(key: string, token: string, _leaseMs: number, heldMs?: number): Promise<boolean> {
     await tick();
     const result = this.update(key, (item) => {
       if (item.token !== token && !(item.released === token && item.token === undefined)) return undefined;
@@ -164,6 +165,7 @@ export class MemoryLockStore implements LockStorePort {
         rvn: randomToken(),
         released: token,
         updatedAt: Date.now(),
+        lastHoldMs: heldMs === undefined ? item.lastHoldMs : Math.max(0, Math.round(heldMs)),
         token: undefined,
         owner: undefined,
         data: undefined,
@@ -173,7 +175,7 @@ export class MemoryLockStore implements LockStorePort {
     return result.ok;
   }
 
-  async promote(key: string, token: string, _leaseMs: number): Promise<WriteResult> {
+  async promote(key: string, token: string, _leaseMs: number, heldMs?: number): Promise<WriteResult> {
     await tick();
     return this.update(key, (item) => {
       const head = item.queue?.[0];
@@ -191,6 +193,7 @@ export class MemoryLockStore implements LockStorePort {
         data: head.data,
         rvn: randomToken(),
         released: token,
+        lastHoldMs: heldMs === undefined ? item.lastHoldMs : Math.max(0, Math.round(heldMs)),
         acquiredAt: now,
         updatedAt: now,
         fence: item.fence + 1,
@@ -265,6 +268,7 @@ function toRecord(item: StoredItem): LockRecord {
     updatedAt: item.updatedAt,
     data: item.data || undefined,
     released: item.released,
+    lastHoldMs: item.lastHoldMs,
     queue: (item.queue ?? []).map((entry) => ({ token: entry.token, owner: entry.owner })),
   };
 }
