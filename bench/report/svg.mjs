@@ -1,0 +1,120 @@
+/**
+ * The benchmark chart, hand-written SVG (no dependencies): small grouped-bar panels, one bar
+ * per system, a dashed line for the issue's target, each bar labelled with its value.
+ */
+const COLORS = { ours: '#2166ac', dlc: '#d6604d', raw: '#878787' };
+const NAMES = { ours: 'nestjs-dynamo-lock', dlc: 'dynamodb-lock-client', raw: 'raw polling (25 ms)' };
+const SYSTEMS = ['ours', 'dlc', 'raw'];
+const W = 440;
+const H = 210;
+
+const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;');
+const fmt = (v) => (v == null ? '–' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+
+/** Panels from the results; groups whose scenario did not run are left out. */
+function panels({ results: r }) {
+  const cp = r.crossProcess ?? {};
+  const holds = Object.values(cp).map((h) => ({ label: h.ours.holdMs >= 1000 ? `4 proc, ${h.ours.holdMs / 1000} s` : `4 proc, ${h.ours.holdMs} ms`, h }));
+  const pick = (res, f) => Object.fromEntries(SYSTEMS.map((s) => [s, res?.[s] ? f(res[s]) : null]));
+  return [
+    {
+      title: 'Throughput, % of the physical limit (higher is better)',
+      groups: [
+        ...(r.inProcess ? [{ label: '32 callers, 20 ms', values: pick(r.inProcess, (x) => x.fractionOfLimit * 100), target: 95 }] : []),
+        ...holds.map(({ label, h }) => ({ label, values: pick(h, (x) => x.fractionOfLimit * 100), target: 90 })),
+      ],
+    },
+    {
+      title: 'Cost per acquisition, write-equivalents (log; lower is better)',
+      log: true,
+      groups: [
+        ...(r.uncontended ? [{ label: 'uncontended', values: pick(r.uncontended, (x) => x.writeEqPerCycle), target: 2 }] : []),
+        ...(r.inProcess ? [{ label: '32 callers', values: pick(r.inProcess, (x) => x.writeEqPerAcquisition), target: 1.1 }] : []),
+        ...holds.map(({ label, h }) => ({ label, values: pick(h, (x) => x.writeEqPerAcquisition), target: h.ours.holdMs >= 1000 ? 5 : 2.5 })),
+      ],
+    },
+    {
+      title: 'Fairness: smallest share / mean share (higher is better)',
+      groups: holds.map(({ label, h }) => ({ label, values: pick(h, (x) => x.minShare), target: 0.6 })),
+    },
+    {
+      title: 'Hand-over p50, ms (lower is better)',
+      groups: holds.map(({ label, h }) => ({ label, values: pick(h, (x) => x.handoverMs.p50) })),
+    },
+    {
+      title: 'Takeover, ms until another process holds it (log; lower better)',
+      log: true,
+      groups: r.takeover
+        ? [
+            { label: 'SIGKILL, from last heartbeat', values: pick(r.takeover, (x) => x.kill.fromHeartbeatMs.max), target: r.takeover.ours.leaseMs + 500 },
+            { label: 'graceful, from SIGTERM', values: pick(r.takeover, (x) => x.graceful.fromSignalMs.max) },
+          ]
+        : [],
+    },
+    {
+      title: 'Scale: heap per held lock, KiB (lower is better)',
+      groups: r.scale ? [{ label: `${r.scale.ours.locks} locks`, values: pick(r.scale, (x) => x.heapBytesPerLock / 1024) }] : [],
+    },
+  ].filter((p) => p.groups.length > 0);
+}
+
+function panel(p, x0, y0) {
+  const top = 28;
+  const bottom = 36;
+  const left = 10;
+  const plotH = H - top - bottom;
+  const all = p.groups.flatMap((g) => [...Object.values(g.values), g.target ?? 0]).filter((v) => v != null);
+  const groupW = (W - 2 * left) / p.groups.length;
+  const barW = Math.min(34, (groupW - 16) / SYSTEMS.length);
+  let max;
+  let y;
+  if (p.log) {
+    // Log scale for figures spanning orders of magnitude (costs, takeover times).
+    const positive = all.filter((v) => v > 0);
+    const lo = Math.log10(Math.min(...positive) / 2);
+    const hi = Math.log10(Math.max(...positive) * 2);
+    max = Infinity;
+    y = (v) => y0 + top + plotH - (v > 0 ? Math.max(0, (Math.log10(v) - lo) / (hi - lo)) : 0) * plotH;
+  } else {
+    // Clip far outliers at 3× the largest of our figure and the targets, so ours stays readable.
+    const anchor = Math.max(...p.groups.flatMap((g) => [g.values.ours ?? 0, g.target ?? 0]), 1e-9);
+    max = Math.min(Math.max(...all, 1e-9), anchor * 3) * 1.15;
+    y = (v) => y0 + top + plotH - (Math.min(v, max) / max) * plotH;
+  }
+  const parts = [`<text x="${x0 + left}" y="${y0 + 16}" class="t">${esc(p.title)}</text>`, `<line x1="${x0 + left}" x2="${x0 + W - left}" y1="${y(0)}" y2="${y(0)}" class="axis"/>`];
+  p.groups.forEach((g, gi) => {
+    const gx = x0 + left + gi * groupW + (groupW - barW * SYSTEMS.length) / 2;
+    SYSTEMS.forEach((s, si) => {
+      const v = g.values[s];
+      if (v == null) return;
+      const bx = gx + si * barW;
+      const clipped = v > max;
+      parts.push(`<rect x="${bx + 2}" y="${y(v)}" width="${barW - 4}" height="${Math.max(0.5, y(0) - y(v))}" fill="${COLORS[s]}"><title>${esc(NAMES[s])}: ${fmt(v)}</title></rect>`);
+      parts.push(`<text x="${bx + barW / 2}" y="${y(v) - 3}" class="v">${clipped ? '↑' : ''}${fmt(v)}</text>`);
+    });
+    if (g.target != null) {
+      const ty = y(g.target);
+      parts.push(`<line x1="${gx - 4}" x2="${gx + barW * SYSTEMS.length + 4}" y1="${ty}" y2="${ty}" class="target"><title>target ${fmt(g.target)}</title></line>`);
+    }
+    parts.push(`<text x="${gx + (barW * SYSTEMS.length) / 2}" y="${y(0) + 15}" class="g">${esc(g.label)}</text>`);
+  });
+  return parts.join('\n');
+}
+
+export function chartSvg(report) {
+  const ps = panels(report);
+  const cols = 2;
+  const legendH = 30;
+  const width = cols * W + 20;
+  const height = legendH + Math.ceil(ps.length / cols) * H + 10;
+  const legend = SYSTEMS.map((s, i) => `<rect x="${14 + i * 200}" y="10" width="12" height="12" fill="${COLORS[s]}"/><text x="${30 + i * 200}" y="20" class="l">${NAMES[s]}</text>`).join('');
+  const meta = report.meta;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif">
+<style>.t{font-size:12px;font-weight:600}.v{font-size:10px;text-anchor:middle}.g{font-size:11px;text-anchor:middle;fill:#444}.l{font-size:12px}.axis{stroke:#999}.target{stroke:#1a9641;stroke-width:2;stroke-dasharray:5 3}.m{font-size:10px;fill:#666;text-anchor:end}</style>
+<rect width="100%" height="100%" fill="#fff"/>
+${legend}<line x1="614" x2="640" y1="16" y2="16" class="target"/><text x="644" y="20" class="l">target</text>
+<text x="${width - 10}" y="${height - 4}" class="m">${esc(`${meta.mode} run, ${meta.server.name}, ${meta.machine.cpus} CPUs, Node ${meta.machine.node}, ${meta.date.slice(0, 10)}`)}</text>
+${ps.map((p, i) => panel(p, 10 + (i % cols) * W, legendH + Math.floor(i / cols) * H)).join('\n')}
+</svg>
+`;
+}

@@ -1,0 +1,115 @@
+/**
+ * `npm run bench` / `npm run bench:quick`: runs every scenario against a local server through
+ * the counting proxy, prints a markdown table per scenario, and writes the results (see the
+ * end of this file). Expects the library built in dist/ (the npm scripts build it first).
+ *
+ * Options: --quick (CI smoke, < 1 min), --dynamodb-local (else dynalite; env DYNAMODB_ENDPOINT
+ * for any server), --only=scenario,... , --systems=dlc,raw (ours always runs), --no-docs.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { makeClient } from './support/client.mjs';
+import { startCountingProxy } from './support/counting-proxy.mjs';
+import { startServer } from './support/server.mjs';
+import { wall } from './support/stats.mjs';
+import { LOCKS } from './systems/index.mjs';
+import * as uncontended from './scenarios/uncontended.mjs';
+import * as inProcess from './scenarios/in-process.mjs';
+import * as crossProcess from './scenarios/cross-process.mjs';
+import * as takeover from './scenarios/takeover.mjs';
+import * as scale from './scenarios/scale.mjs';
+import { machineAndVersions } from './report/environment.mjs';
+import { docsPage, scenarioTables } from './report/markdown.mjs';
+import { chartSvg } from './report/svg.mjs';
+
+const args = new Set(process.argv.slice(2));
+const quick = args.has('--quick');
+const option = (name) => process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3).split(',');
+const only = option('only');
+/** `--systems=ours,raw` compares fewer locks (ours is always in: every ratio is to it). */
+const locks = LOCKS.filter((id) => id === 'ours' || (option('systems') ?? LOCKS).includes(id));
+
+/** Sizes per mode: quick is a CI smoke test (< 1 min); full gives stable figures in a few minutes. */
+const MODES = {
+  quick: {
+    uncontended: { rounds: 2, cycles: 25 },
+    inProcess: { rounds: 1, durationMs: 1_200, callers: 32, holdMs: 20 },
+    crossProcess: { processes: 4, rounds: 1, holds: [{ holdMs: 20, durationMs: 1_500 }, { holdMs: 1_000, durationMs: 2_500 }] },
+    takeover: { trials: 1, leaseMs: 2_000, heldMs: 400 },
+    scale: { systems: ['ours'], n: 1_000, windowMs: 10_000, leaseMs: 6_000 },
+  },
+  full: {
+    uncontended: { rounds: 5, cycles: 100 },
+    inProcess: { rounds: 2, durationMs: 4_000, callers: 32, holdMs: 20 },
+    crossProcess: { processes: 4, rounds: 1, holds: [{ holdMs: 20, durationMs: 10_000 }, { holdMs: 1_000, durationMs: 20_000 }] },
+    takeover: { trials: 2, leaseMs: 2_000, heldMs: 1_500 },
+    // The comparators hold for 2 heartbeat intervals only: their per-lock figures do not need more.
+    scale: { systems: ['ours', 'dlc', 'raw'], n: 10_000, windowMs: 60_000, otherWindowMs: 20_000, leaseMs: 30_000 },
+  },
+};
+const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale };
+
+const mode = quick ? 'quick' : 'full';
+const started = wall();
+const server = await startServer({ dynamodbLocal: args.has('--dynamodb-local') });
+const proxy = await startCountingProxy(server.endpoint);
+const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+const ctx = {
+  proxy,
+  // Tables are created directly on the server, so set-up requests are not counted.
+  admin: makeClient(server.endpoint),
+  /** Lease for the contention scenarios; heartbeats every third of it, for every system. */
+  leaseMs: 2_000,
+  /** Writes per RTT probe (each after a 20 ms pause, plus 10 to warm up). */
+  rttSamples: quick ? 10 : 30,
+  locks,
+  table: (name) => `bench-${runId}-${name}`,
+};
+process.stderr.write(`bench: ${mode} mode, ${server.name} ${server.version} at ${server.endpoint}, proxy ${proxy.endpoint}\n`);
+
+const results = {};
+try {
+  for (const [name, scenario] of Object.entries(SCENARIOS)) {
+    if (only && !only.includes(name)) continue;
+    const t0 = wall();
+    process.stderr.write(`bench: ${name} ...`);
+    results[name] = await scenario.run(ctx, MODES[mode][name]);
+    process.stderr.write(` ${((wall() - t0) / 1000).toFixed(1)} s\n`);
+  }
+} finally {
+  ctx.admin.destroy();
+  await proxy.stop();
+  await server.stop();
+}
+
+const report = {
+  meta: {
+    mode,
+    server: { name: server.name, version: server.version },
+    date: new Date().toISOString(),
+    seconds: Math.round((wall() - started) / 100) / 10,
+    settings: { contentionLeaseMs: ctx.leaseMs, ...MODES[mode] },
+    ...machineAndVersions(),
+  },
+  results,
+};
+const { markdown, checks } = scenarioTables(report);
+report.checks = checks;
+console.log(markdown);
+
+// Every run keeps its results as <mode>-<server>.json; unless --no-docs, it is also the
+// "latest" run that docs/benchmarks.md shows (latest.json, latest.svg and the page itself).
+const dir = new URL('./results/', import.meta.url);
+mkdirSync(dir, { recursive: true });
+const json = `${JSON.stringify(report, null, 2)}\n`;
+const written = [`bench/results/${mode}-${server.name}.json`];
+writeFileSync(new URL(`${mode}-${server.name}.json`, dir), json);
+if (!args.has('--no-docs')) {
+  writeFileSync(new URL('latest.json', dir), json);
+  writeFileSync(new URL('latest.svg', dir), chartSvg(report));
+  mkdirSync(new URL('../docs/', import.meta.url), { recursive: true });
+  writeFileSync(new URL('../docs/benchmarks.md', import.meta.url), docsPage(report, markdown));
+  written.push('bench/results/latest.{json,svg}', 'docs/benchmarks.md');
+}
+process.stderr.write(`bench: done in ${report.meta.seconds} s; wrote ${written.join(', ')}\n`);
+process.exit(0);

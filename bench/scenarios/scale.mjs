@@ -1,0 +1,143 @@
+/**
+ * Scenario 6: scale. One process (started with --expose-gc, nothing else in it) acquires n
+ * locks on distinct keys and holds them with heartbeats for a window. Measured: heartbeat
+ * writes per lock per interval in the window (from the proxy: should be exactly 1),
+ * event-loop delay p99 (perf_hooks.monitorEventLoopDelay), heap per held lock (heapUsed
+ * after − before, both after a full GC, / n), and active timers
+ * (every live setTimeout/setInterval, unref'd ones included, sampled every 20 ms when no
+ * request is in flight, largest sample).
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { diffCounts, totals } from '../support/counting-proxy.mjs';
+import { makeClient } from '../support/client.mjs';
+import { pool, round } from '../support/stats.mjs';
+import { forkWorker, isMain, workerMain } from '../support/worker.mjs';
+import { createTable, openSystem } from '../systems/index.mjs';
+
+export async function run(ctx, { systems, n, windowMs, otherWindowMs = windowMs, leaseMs }) {
+  const out = {};
+  for (const id of systems.filter((s) => ctx.locks.includes(s))) {
+    const heartbeatMs = Math.round(leaseMs / 3);
+    const table = ctx.table(`s6-${id}`);
+    await createTable(ctx.admin, id, table);
+    const window = id === 'ours' ? windowMs : otherWindowMs;
+    const worker = forkWorker(import.meta.url, { role: 's6', system: id, endpoint: ctx.proxy.endpoint, table, n, windowMs: window, leaseMs, heartbeatMs }, { execArgv: ['--expose-gc'] });
+    const acquired = await worker.next('acquired', 600_000);
+    const before = await ctx.proxy.counts();
+    worker.send('window');
+    const measured = await worker.next('measured', window + 120_000);
+    const after = await ctx.proxy.counts();
+    // Releasing 10,000 locks measures nothing more: the table is thrown away with its leases.
+    worker.kill('SIGKILL');
+    await worker.exited;
+    const t = totals(diffCounts(before, after, table));
+    out[id] = {
+      locks: n,
+      windowMs: measured.windowMs,
+      leaseMs,
+      heartbeatMs: round(heartbeatMs),
+      acquireSeconds: round(acquired.acquireMs / 1000),
+      heartbeatWritesPerLockPerInterval: round(t.writes / (n * (measured.windowMs / heartbeatMs)), 3),
+      failedWritesInWindow: t.failedWrites,
+      otherErrors: t.otherErrors,
+      eventLoopDelayP99Ms: measured.eldP99Ms,
+      eventLoopDelayMaxMs: measured.eldMaxMs,
+      heapBytesPerLock: Math.round(acquired.heapDelta / n),
+      activeTimers: measured.timers,
+      idleTimers: acquired.idleTimers,
+      warnings: measured.warnings.length,
+      warningSample: measured.warnings.slice(0, 3),
+    };
+  }
+  return out;
+}
+
+/**
+ * Live timers, unref'd ones included (process.getActiveResourcesInfo() lists only those that
+ * keep the process alive, and our scheduler's timer is unref'd): the global timer functions
+ * are wrapped to track them. Every library here looks the globals up at call time.
+ */
+function trackTimers() {
+  const live = new Set();
+  const { setTimeout: st, setInterval: si, clearTimeout: ct, clearInterval: ci } = globalThis;
+  const custom = Object.getOwnPropertySymbols(st).map((sym) => [sym, st[sym]]);
+  globalThis.setTimeout = function setTimeout(fn, ms, ...args) {
+    const timer = st((...a) => {
+      live.delete(timer);
+      fn(...a);
+    }, ms, ...args);
+    live.add(timer);
+    return timer;
+  };
+  for (const [sym, value] of custom) globalThis.setTimeout[sym] = value;
+  globalThis.setInterval = function setInterval(fn, ms, ...args) {
+    const timer = si(fn, ms, ...args);
+    live.add(timer);
+    return timer;
+  };
+  globalThis.clearTimeout = (timer) => (live.delete(timer), ct(timer));
+  globalThis.clearInterval = (timer) => (live.delete(timer), ci(timer));
+  return () => live.size;
+}
+const heapAfterGc = () => {
+  global.gc();
+  global.gc();
+  return process.memoryUsage().heapUsed;
+};
+
+async function work(config, io) {
+  const timers = trackTimers();
+  const client = makeClient(config.endpoint);
+  // The SDK keeps a few timers per request in flight; count the lock's own timers only at
+  // moments when no request is in flight.
+  let inFlight = 0;
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      inFlight++;
+      try {
+        return await next(args);
+      } finally {
+        inFlight--;
+      }
+    },
+    { step: 'initialize', name: 'benchInFlight' },
+  );
+  const lock = await openSystem(config.system, { client, table: config.table, owner: `s6-${config.system}`, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs });
+  // Warm the code paths and connections first, so the heap delta is the locks' own.
+  await pool(64, 64, async (i) => (await lock.acquire(`warm-${i}`)).release());
+  const idleTimers = timers();
+  const heap0 = heapAfterGc();
+  const started = performance.now();
+  // The handles stay referenced until the process is killed, as an app would keep them.
+  const held = await pool(config.n, 64, (i) => lock.acquire(`k-${i}`));
+  const acquireMs = performance.now() - started;
+  const heapDelta = heapAfterGc() - heap0;
+  await io.send('acquired', { acquireMs, heapDelta, idleTimers, held: held.length });
+
+  await io.next('window');
+  const from = performance.now();
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  let maxTimers = null;
+  let idleSamples = 0;
+  while (performance.now() - from < config.windowMs) {
+    if (inFlight === 0) {
+      idleSamples++;
+      maxTimers = Math.max(maxTimers ?? 0, timers());
+    }
+    await sleep(Math.min(20, config.windowMs - (performance.now() - from)));
+  }
+  delay.disable();
+  await io.send('measured', {
+    windowMs: performance.now() - from,
+    eldP99Ms: round(delay.percentile(99) / 1e6),
+    eldMaxMs: round(delay.max / 1e6),
+    timers: maxTimers,
+    idleSamples,
+    warnings: lock.warnings,
+  });
+  await new Promise(() => {}); // until killed
+}
+
+if (isMain(import.meta.url)) workerMain(work);
