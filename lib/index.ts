@@ -1,3 +1,7 @@
+/**
+ * nestjs-dynamo-lock: distributed lease locks on DynamoDB for NestJS.
+ * @module nestjs-dynamo-lock
+ */
 export { DynamoLockModule } from './dynamo-lock.module';
 export {
   DYNAMO_LOCK_OPTIONS,

@@ -91,6 +91,19 @@ export const EVENT_LISTENER_FAILED = (type: string, error: unknown) => `onEvent 
 
 export const MANAGER_CLOSED = () => `The lock service has been shut down; no new locks can be acquired.`;
 
+// ---- health indicator ----
+
+export const HEALTH_NOT_ACTIVE = (table: string, status: string) =>
+  `DynamoDB lock table "${table}" is ${status}, not ACTIVE: locks cannot be taken until it is ACTIVE again.`;
+export const HEALTH_TABLE_MISSING = (table: string) =>
+  `DynamoDB lock table "${table}" does not exist: create it (DynamoLockModule option \`createTable: true\`, or \`dynamo-lock table-create\`) or fix tableName.`;
+export const HEALTH_TIMEOUT = (table: string, ms: number) =>
+  `DynamoDB did not answer DescribeTable for lock table "${table}" within ${ms} ms: the endpoint is unreachable or too slow.`;
+export const HEALTH_UNREACHABLE = (table: string, error: unknown) =>
+  `DynamoDB lock table "${table}" could not be checked: ${errorText(error)}.`;
+
+/** Raised when the timeout of a check runs out; the request is aborted. */
+
 /** Renders a value for an error message without risking a throw. */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return `"${truncate(value)}"`;
@@ -108,8 +121,10 @@ function truncate(text: string, max = 120): string {
 }
 
 function errorText(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return describe(error);
+  if (!(error instanceof Error)) return describe(error);
+  const code = (error as { code?: unknown }).code;
+  const text = error.message ? `${error.name}: ${error.message}` : error.name;
+  return typeof code === 'string' && !text.includes(code) ? `${text} (${code})` : text;
 }
 
 // ---- @WithLock templates and wiring ----

@@ -360,10 +360,10 @@ describe('npm package: pack, install from the tarball, run', () => {
     it('depends on commander only; Nest, rxjs, reflect-metadata and the AWS SDK are peers, Nest ones optional', () => {
       expect(Object.keys(manifest.dependencies ?? {})).toEqual(['commander']);
       expect(Object.keys(manifest.peerDependencies ?? {}).sort()).toEqual(
-        ['@aws-sdk/client-dynamodb', '@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'].sort(),
+        ['@aws-sdk/client-dynamodb', '@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'reflect-metadata', 'rxjs'].sort(),
       );
       const optional = (name: string) => manifest.peerDependenciesMeta?.[name]?.optional === true;
-      for (const name of ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs']) expect({ name, optional: optional(name) }).toEqual({ name, optional: true });
+      for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'reflect-metadata', 'rxjs']) expect({ name, optional: optional(name) }).toEqual({ name, optional: true });
       expect(optional('@aws-sdk/client-dynamodb')).toBe(false);
     });
 
