@@ -12,6 +12,12 @@ export interface ScheduledLease {
 
 /** Heartbeats due within this many milliseconds of the earliest are sent in the same wake-up. */
 const COALESCE_MS = 5;
+/**
+ * At most this many heartbeats start per wake-up; the rest follow a few milliseconds later, so
+ * thousands of locks due together do not flood the HTTP agent's sockets or the event loop.
+ */
+const MAX_BEATS_PER_WAKE = 200;
+const SPREAD_MS = 10;
 
 /**
  * One timer for every lock a manager holds, however many: it wakes at the earliest due
@@ -83,11 +89,15 @@ export class HeartbeatScheduler<T extends ScheduledLease> {
         this.onExpired(lease);
       }
     }
+    let started = 0;
+    let deferred = false;
     for (const lease of this.leases) {
-      if (!lease.busy && now + COALESCE_MS >= lease.nextBeatAt) this.onHeartbeatDue(lease);
+      if (lease.busy || now + COALESCE_MS < lease.nextBeatAt) continue;
+      if (started++ < MAX_BEATS_PER_WAKE) this.onHeartbeatDue(lease);
+      else deferred = true;
     }
-    let next = Number.POSITIVE_INFINITY;
-    for (const lease of this.leases) next = Math.min(next, dueAt(lease));
+    let next = deferred ? now + SPREAD_MS : Number.POSITIVE_INFINITY;
+    for (const lease of this.leases) next = Math.min(next, deferred && !lease.busy ? lease.validUntil : dueAt(lease));
     if (next !== Number.POSITIVE_INFINITY) this.wakeBy(next);
   }
 }

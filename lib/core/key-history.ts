@@ -6,6 +6,12 @@ const ALPHA = 0.3;
 interface KeyFacts {
   /** Moving average of how long holders keep the key, in ms. */
   holdMs?: number;
+  /**
+   * Tokens of this process that no caller holds any more but that may still sit in the item: a
+   * release that failed, a waiter that gave up and could not leave the queue. Finding one as the
+   * holder, this process takes the lock over at once instead of waiting out a lease.
+   */
+  orphans?: Set<string>;
   /** Monotonic time this process last saw (or made) the key held by someone else. */
   busyAt?: number;
 }
@@ -30,6 +36,24 @@ export class KeyHistory {
     const facts = this.facts.get(key);
     if (facts?.busyAt === undefined) return false;
     return now - facts.busyAt < Math.max(2 * (facts.holdMs ?? 0), 50);
+  }
+
+  /** Remembers a token of this process that nobody holds any more. */
+  addOrphan(key: string, token: string): void {
+    const facts = this.touch(key);
+    facts.orphans ??= new Set();
+    facts.orphans.add(token);
+    if (facts.orphans.size > 16) facts.orphans.delete(facts.orphans.values().next().value as string);
+  }
+
+  /** Whether `token` is an orphan of this process for `key`. */
+  isOrphan(key: string, token: string): boolean {
+    return this.facts.get(key)?.orphans?.has(token) ?? false;
+  }
+
+  /** Forgets an orphan (taken over or seen gone). */
+  dropOrphan(key: string, token: string): void {
+    this.facts.get(key)?.orphans?.delete(token);
   }
 
   /** Adds one observed hold time. */

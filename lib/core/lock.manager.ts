@@ -255,7 +255,15 @@ export class LockManager implements LockHost, AcquisitionHost {
         return this.handOver(lease, next, slot!);
       }
       if (handing) slot.polling = false;
-      const done = await this.releaseRemote(lease, heldMs);
+      let done: boolean;
+      try {
+        done = await this.releaseRemote(lease, heldMs);
+      } catch (error) {
+        // The release may not have happened: if this process finds the token still holding the
+        // lock later, it takes it over at once instead of waiting out the lease.
+        this.history.addOrphan(lease.storedKey, lease.token);
+        throw error;
+      }
       if (done) released(lease.queuedElsewhere > 0);
       else this.options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
       return done;

@@ -107,6 +107,7 @@ export class RemoteAcquisition {
           ? host.store.enqueue(this.writeOf())
           : host.store.acquire({ ...this.writeOf(), condition: step.condition, queuedAt: step.queuedAt }),
       );
+      if (result && step.kind === 'write' && step.condition.kind === 'handover') host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
       if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt, VIA[step.condition.kind]);
       // Servers that do not return the blocking item (dynalite) need a read.
       if (result && !result.ok && !result.current) await this.read();
@@ -134,6 +135,10 @@ export class RemoteAcquisition {
     if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
       // The record did not change for a whole lease: its holder (or the queue's head) is gone.
       return { kind: 'write', condition: { kind: 'takeover', rvn: this.observed.rvn, holder: this.observed.holder }, queuedAt: this.queuedAt };
+    }
+    if (current.token && this.host.history.isOrphan(waiter.storedKey, current.token)) {
+      // Our own token that no caller holds (a failed release, an abandoned waiter): take it over now.
+      return { kind: 'write', condition: { kind: 'handover', fromToken: current.token }, queuedAt: this.queuedAt };
     }
     if (!current.token) {
       if (current.queue.length === 0) return { kind: 'write', condition: { kind: 'free' } };
@@ -246,6 +251,8 @@ export class RemoteAcquisition {
     if (this.queuedAt === undefined && !this.uncertain) return undefined;
     const { store } = this.host;
     const { waiter } = this;
+    // Until it is confirmed gone, the token may still be promoted (or hold the lock).
+    this.host.history.addOrphan(waiter.storedKey, waiter.token);
     try {
       for (let attempt = 0; attempt < 5; attempt++) {
         const sentAt = monotonicNow();
@@ -253,8 +260,10 @@ export class RemoteAcquisition {
         if (record?.token === waiter.token) return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
         this.lastNotMineAt = sentAt;
         const index = record?.queue.findIndex((entry) => entry.token === waiter.token) ?? -1;
-        if (index < 0) return undefined;
-        if ((await store.leave(waiter.storedKey, waiter.token, index)).ok) return undefined;
+        if (index < 0 || (await store.leave(waiter.storedKey, waiter.token, index)).ok) {
+          this.host.history.dropOrphan(waiter.storedKey, waiter.token);
+          return undefined;
+        }
       }
     } catch {
       // Best effort: a waiter left in the queue is skipped one lease after it is promoted.
