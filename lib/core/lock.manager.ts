@@ -546,6 +546,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     lease.state = 'lost';
     this.scheduler.delete(lease);
     this.leases.delete(lease.lock);
+    // Ran out locally: the item may still carry the token, which no caller holds now.
+    if (reason === 'expired') this.history.addOrphan(lease.storedKey, lease.token);
     const slot = this.slots.get(lease.storedKey);
     const key = lease.lock.key;
     const message =
