@@ -31,7 +31,7 @@ import { createTable, deleteTable, directClient, guard } from './support/servers
 const here = path.dirname(fileURLToPath(import.meta.url));
 const WORKER = path.join(here, 'worker.mjs');
 const PROXY = path.join(here, 'support', 'fault-proxy.mjs');
-const SKEW_PRELOAD = path.join(here, 'support', 'clock-skew.cjs');
+const SKEW_PRELOAD = path.join(here, '..', 'test', 'support', 'clock-skew.cjs');
 
 const TEN_MINUTES = 10 * 60_000;
 /** A check-to-send gap above this (ms, on the worker's monotonic clock) means a pause fell in between. */

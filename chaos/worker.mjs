@@ -440,7 +440,7 @@ async function main() {
       await sleep(50);
     }
   }
-  send('ready', { dateNow: Date.now(), skewMs: globalThis.__chaosClockSkewMs ?? 0 });
+  send('ready', { dateNow: Date.now(), skewMs: globalThis.__clockSkewMs ?? 0 });
   if (!cfg.autoGo) await go;
   if (cfg.tasks > 0) tasks = Array.from({ length: cfg.tasks }, (_, i) => task(i));
 }

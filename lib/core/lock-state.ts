@@ -49,6 +49,11 @@ export interface Waiter {
   reject(error: unknown): void;
 }
 
+/** The fields of a waiter that every write on its behalf carries (acquire, enqueue, hand-over). */
+export function writeOf(waiter: Waiter) {
+  return { key: waiter.storedKey, token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data };
+}
+
 /** The state of one key in this manager: its local holder and the local FIFO queue of waiters. */
 export interface KeySlot {
   storedKey: string;

@@ -29,7 +29,7 @@ import { KeyHistory } from './key-history';
 import { Lock, type LockHost } from './lock';
 import { LockContext } from './lock.context';
 import { heartbeatIntervalFor, resolveLockOptions, resolveWait, type ResolvedLockOptions } from './lock-options.resolver';
-import type { HeldLease, KeySlot, Waiter } from './lock-state';
+import { type HeldLease, type KeySlot, type Waiter, writeOf } from './lock-state';
 import { type AcquisitionHost, RemoteAcquisition } from './remote-acquisition';
 
 /** Pause before retrying a heartbeat that failed with a transient error, at least. */
@@ -384,7 +384,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot): Promise<boolean> {
     const sentAt = monotonicNow();
     try {
-      const result = await this.store.acquire({ ...this.writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
+      const result = await this.store.acquire({ ...writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
       if (!result.ok) return false;
       const lease = this.hold(waiter, result.record, sentAt, 'handover');
       slot.holder = lease;
@@ -398,10 +398,6 @@ export class LockManager implements LockHost, AcquisitionHost {
     } finally {
       slot.polling = false;
     }
-  }
-
-  private writeOf(waiter: Waiter) {
-    return { key: waiter.storedKey, token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data };
   }
 
   /**

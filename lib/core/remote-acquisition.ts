@@ -8,7 +8,7 @@ import { isTransientError } from '../store/transient-error';
 import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
 import type { KeyHistory } from './key-history';
 import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
-import type { HeldLease, Waiter } from './lock-state';
+import { type HeldLease, type Waiter, writeOf } from './lock-state';
 
 /** Shortest pause between polls, and the first one when nothing is known about the holder. */
 const POLL_MIN_MS = 2;
@@ -104,8 +104,8 @@ export class RemoteAcquisition {
       const sentAt = monotonicNow();
       const result = await this.request(() =>
         step.kind === 'enqueue'
-          ? host.store.enqueue(this.writeOf())
-          : host.store.acquire({ ...this.writeOf(), condition: step.condition, queuedAt: step.queuedAt }),
+          ? host.store.enqueue(writeOf(waiter))
+          : host.store.acquire({ ...writeOf(waiter), condition: step.condition, queuedAt: step.queuedAt }),
       );
       if (result && step.kind === 'write' && step.condition.kind === 'handover') host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
       if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt, VIA[step.condition.kind]);
@@ -269,10 +269,5 @@ export class RemoteAcquisition {
       // Best effort: a waiter left in the queue is skipped one lease after it is promoted.
     }
     return undefined;
-  }
-
-  private writeOf() {
-    const { waiter } = this;
-    return { key: waiter.storedKey, token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data };
   }
 }

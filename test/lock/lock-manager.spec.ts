@@ -6,6 +6,7 @@ import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { countRequests } from '../support/request-counter';
 import { describeEachServer } from '../support/servers';
+import { rejectionOf } from '../support/rejection';
 
 let keySeq = 0;
 const newKey = (name: string) => `${name}-${++keySeq}`;
@@ -17,14 +18,6 @@ function blockEventLoop(ms: number): void {
   }
 }
 
-async function errorOf(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describeEachServer('LockManager', (server) => {
   const fixture = new LockFixture(server);
@@ -116,7 +109,7 @@ describeEachServer('LockManager', (server) => {
       const key = newKey('busy');
       const lock = await holder.acquire(key);
       expect(await other.tryAcquire(key)).toBeNull();
-      const error = await errorOf(other.acquire(key, { wait: false }));
+      const error = await rejectionOf(other.acquire(key, { wait: false }));
       expect(error).toBeInstanceOf(LockBusyError);
       expect((error as LockBusyError).key).toBe(key);
       expect((error as LockBusyError).holder?.owner).toBe('holder-1');
@@ -145,7 +138,7 @@ describeEachServer('LockManager', (server) => {
       const key = newKey('timeout');
       const lock = await holder.acquire(key);
       const started = performance.now();
-      const error = await errorOf(waiter.acquire(key, { wait: '400ms' }));
+      const error = await rejectionOf(waiter.acquire(key, { wait: '400ms' }));
       const waited = performance.now() - started;
       expect(error).toBeInstanceOf(LockBusyError);
       expect(waited).toBeGreaterThanOrEqual(390);
@@ -162,7 +155,7 @@ describeEachServer('LockManager', (server) => {
       const controller = new AbortController();
       setTimeout(() => controller.abort(new Error('client went away')), 150);
       const started = performance.now();
-      const error = await errorOf(waiter.acquire(key, { wait: true, signal: controller.signal }));
+      const error = await rejectionOf(waiter.acquire(key, { wait: true, signal: controller.signal }));
       expect(error.message).toBe('client went away');
       expect(performance.now() - started).toBeLessThan(1_000);
       await lock.release();
@@ -321,7 +314,7 @@ describeEachServer('LockManager', (server) => {
       const faults = injectFaults(manager.client);
       faults.failNext('UpdateItem', { kind: 'throttling', times: 2 });
       const key = newKey('throttled');
-      const error = await errorOf(manager.acquire(key, { wait: false }));
+      const error = await rejectionOf(manager.acquire(key, { wait: false }));
       expect(error.name).toBe('ThrottlingException');
       expect(faults.injected).toHaveLength(2);
       expect(manager.heldCount).toBe(0);
@@ -442,7 +435,7 @@ describeEachServer('LockManager', (server) => {
     ])('rejects %s before any request', async (_label, key, options, message) => {
       const manager = fixture.manager();
       const counter = countRequests(manager.client);
-      const error = await errorOf(manager.acquire(key, options as never));
+      const error = await rejectionOf(manager.acquire(key, options as never));
       expect(error).toBeInstanceOf(LockValidationError);
       expect(error.message).toMatch(message);
       expect(counter.total()).toBe(0);
@@ -463,7 +456,7 @@ describeEachServer('LockManager', (server) => {
       const busy = newKey('busy-on-close');
       await manager.acquire(held);
       const blocker = await other.acquire(busy);
-      const waiting = errorOf(manager.acquire(busy, { wait: true }));
+      const waiting = rejectionOf(manager.acquire(busy, { wait: true }));
       await sleep(100);
       await manager.close();
       expect((await waiting).message).toMatch(/shut down/);

@@ -21,6 +21,7 @@ import { LockBusyError } from '../../lib';
 import { killOnExit } from '../support/exit-guard';
 import { LockFixture } from '../support/lock-fixture';
 import { describeEachServer, type TestServer } from '../support/servers';
+import { rejectionOf } from '../support/rejection';
 
 // ---- worker processes ----
 
@@ -67,7 +68,7 @@ interface ExitStatus {
   signal: NodeJS.Signals | null;
 }
 
-const SKEW_PRELOAD = 'clock-skew.cjs';
+const SKEW_PRELOAD = path.resolve('test/support/clock-skew.cjs');
 const WORKER_SCRIPT = 'lock-worker.mjs';
 
 /** This spec's directory (the worker and the preload live next to it). */
@@ -160,7 +161,7 @@ class WorkerProcess {
 const live = new Set<WorkerProcess>();
 
 function startWorker(server: TestServer, tableName: string, name: string, config: WorkerConfig, skewMs = 0): WorkerProcess {
-  const execArgv = skewMs === 0 ? [] : ['--require', path.join(here(), SKEW_PRELOAD)];
+  const execArgv = skewMs === 0 ? [] : ['--require', SKEW_PRELOAD];
   const child = fork(path.join(here(), WORKER_SCRIPT), [JSON.stringify({ ...config, endpoint: server.endpoint, table: tableName })], {
     execArgv,
     env: { ...process.env, CLOCK_SKEW_MS: String(skewMs), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
@@ -204,14 +205,6 @@ function firstNonIncreasing(values: readonly number[]): number {
   return -1;
 }
 
-async function errorOf(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 /** What the workers run of the library: the lock engine behind `dist/index.js`. */
 const ENGINE_SOURCES = ['index.ts', 'core', 'store', 'utils', 'errors', 'interfaces'];
@@ -326,7 +319,7 @@ describeEachServer('Lock across OS processes', (server) => {
     const survivor = fixture.manager({ ownerName: 'survivor' });
 
     // While the holder lives (heartbeating), waiting longer than its lease does not get the lock.
-    const busy = await errorOf(survivor.acquire(key, { wait: leaseMs + SECOND }));
+    const busy = await rejectionOf(survivor.acquire(key, { wait: leaseMs + SECOND }));
     expect(busy).toBeInstanceOf(LockBusyError);
     expect((busy as LockBusyError).holder?.owner).toBe('crashing');
 

@@ -19,6 +19,7 @@ import {
 } from '../../lib';
 import { findFreePort } from '../support/free-port';
 import { MemoryLogger } from '../support/lock-fixture';
+import { rejectionOf } from '../support/rejection';
 
 /** The kind of service an application would test. */
 @Injectable()
@@ -69,14 +70,6 @@ class InvoiceService {
   }
 }
 
-async function errorOf(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('DynamoLockModule.forTesting()', () => {
   let send: ReturnType<typeof jest.spyOn>;
@@ -143,8 +136,8 @@ describe('DynamoLockModule.forTesting()', () => {
       // Held outside this async context (inside withLock() the same key would be re-entrant).
       const lock = await locks.acquire('invoice-9', { data: { invoice: '9' } });
       const inspected = await locks.inspect('invoice-9');
-      const busy = await errorOf(invoices.refund('9'));
-      const busyToo = await errorOf(invoices.payNow('9'));
+      const busy = await rejectionOf(invoices.refund('9'));
+      const busyToo = await rejectionOf(invoices.payNow('9'));
       expect(lock.isHeld).toBe(true);
       await lock.release();
       expect(inspected).toEqual({
@@ -230,7 +223,7 @@ describe('DynamoLockModule.forTesting()', () => {
       const a = await instance('instance-a');
       const b = await instance('instance-b');
       const lock = await a.get(LockService).acquire('monthly-report');
-      const busy = await errorOf(b.get(LockService).acquire('monthly-report', { wait: false }));
+      const busy = await rejectionOf(b.get(LockService).acquire('monthly-report', { wait: false }));
       expect(busy).toBeInstanceOf(LockBusyError);
       expect((busy as LockBusyError).holder).toEqual({ owner: 'instance-a', fencingToken: lock.fencingToken, leaseDuration: 2_000 });
       expect(busy.message).toBe(

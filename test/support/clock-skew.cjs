@@ -1,6 +1,6 @@
 'use strict';
 /**
- * Preload (`node --require ./clock-skew.cjs`) that shifts this process's wall clock by
+ * Preload (`node --require test/support/clock-skew.cjs`; the process tests and `chaos/` use it) that shifts this process's wall clock by
  * `CLOCK_SKEW_MS` milliseconds (positive: ahead, negative: behind), as a host with a
  * badly set clock would see it:
  *
