@@ -24,7 +24,12 @@ import { chartSvg } from './report/svg.mjs';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
-const option = (name) => process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3).split(',');
+const option = (name) =>
+  process.argv
+    .slice(2)
+    .find((a) => a.startsWith(`--${name}=`))
+    ?.slice(name.length + 3)
+    .split(',');
 const only = option('only');
 /** `--systems=ours,raw` compares fewer locks (ours is always in: every ratio is to it). */
 const locks = LOCKS.filter((id) => id === 'ours' || (option('systems') ?? LOCKS).includes(id));
@@ -34,14 +39,28 @@ const MODES = {
   quick: {
     uncontended: { rounds: 2, cycles: 25 },
     inProcess: { rounds: 1, durationMs: 1_200, callers: 32, holdMs: 20 },
-    crossProcess: { processes: 4, rounds: 1, holds: [{ holdMs: 20, durationMs: 1_500 }, { holdMs: 1_000, durationMs: 2_500 }] },
+    crossProcess: {
+      processes: 4,
+      rounds: 1,
+      holds: [
+        { holdMs: 20, durationMs: 1_500 },
+        { holdMs: 1_000, durationMs: 2_500 },
+      ],
+    },
     takeover: { trials: 1, leaseMs: 2_000, heldMs: 400 },
     scale: { systems: ['ours'], n: 1_000, windowMs: 10_000, leaseMs: 6_000 },
   },
   full: {
     uncontended: { rounds: 5, cycles: 100 },
     inProcess: { rounds: 2, durationMs: 4_000, callers: 32, holdMs: 20 },
-    crossProcess: { processes: 4, rounds: 1, holds: [{ holdMs: 20, durationMs: 10_000 }, { holdMs: 1_000, durationMs: 20_000 }] },
+    crossProcess: {
+      processes: 4,
+      rounds: 1,
+      holds: [
+        { holdMs: 20, durationMs: 10_000 },
+        { holdMs: 1_000, durationMs: 20_000 },
+      ],
+    },
     takeover: { trials: 2, leaseMs: 2_000, heldMs: 1_500 },
     // The comparators hold for 2 heartbeat intervals only: their per-lock figures do not need more.
     scale: { systems: ['ours', 'dlc', 'raw'], n: 10_000, windowMs: 60_000, otherWindowMs: 20_000, leaseMs: 30_000 },

@@ -50,7 +50,8 @@ function assertFreshBuild() {
     if (!existsSync(built) || statSync(built).mtimeMs < statSync(file).mtimeMs) stale.push(path.relative(ROOT, file));
   };
   for (const entry of ['index.ts', 'core', 'store', 'utils', 'errors']) visit(path.join(ROOT, 'lib', entry));
-  if (stale.length > 0) throw new Error(`dist/ is older than ${stale.slice(0, 4).join(', ')}: run \`npx tsc -p tsconfig.build.json\` first`);
+  if (stale.length > 0)
+    throw new Error(`dist/ is older than ${stale.slice(0, 4).join(', ')}: run \`npx tsc -p tsconfig.build.json\` first`);
 }
 
 async function main() {
@@ -73,7 +74,12 @@ async function main() {
   });
   if (values.help) {
     const text = (await import('node:fs')).readFileSync(new URL(import.meta.url), 'utf8');
-    console.log(/\/\*\*([\s\S]*?)\*\//.exec(text)[1].replace(/^ \* ?/gm, '').trim());
+    console.log(
+      /\/\*\*([\s\S]*?)\*\//
+        .exec(text)[1]
+        .replace(/^ \* ?/gm, '')
+        .trim(),
+    );
     return 0;
   }
   assertFreshBuild();
@@ -106,7 +112,9 @@ async function main() {
       }
       const report = await runChaos({ ...options, endpoint: target.endpoint ?? server.endpoint, serverName: target.name });
       reports.push(report);
-      options.log?.(`[chaos] ${target.name}: ${report.ok ? 'no violations' : `${report.violationsTotal} violations`} (${Math.round(report.timings.totalMs / 1000)} s)`);
+      options.log?.(
+        `[chaos] ${target.name}: ${report.ok ? 'no violations' : `${report.violationsTotal} violations`} (${Math.round(report.timings.totalMs / 1000)} s)`,
+      );
     } finally {
       await server?.stop();
     }

@@ -49,7 +49,8 @@ export const VIOLATIONS = {
   writesAfterAbort: 'checked writes after the signal aborted',
   signalNotAbortedAfterPause: 'signal still valid after a pause longer than the lease',
   selfDeadlocks: 'self-deadlocks (own lock not recognised, or kept alive unheld)',
-  ownLockWaits: "self-deadlocks on the process's own orphaned lock: an abandoned waiter promoted, or a failed release (gave up waiting on it)",
+  ownLockWaits:
+    "self-deadlocks on the process's own orphaned lock: an abandoned waiter promoted, or a failed release (gave up waiting on it)",
   ownExpiredLockWaits: "self-deadlocks on the process's own lease that ran out locally (gave up waiting on it)",
   livenessExceeded: 'keys not acquirable within one lease (+ poll) after faults stopped',
   earlyTakeovers: 'locks of killed/stopped holders taken over sooner than one lease',
@@ -212,7 +213,12 @@ class ChaosRun {
     this.orphans.add(attemptId);
     this.orphanSeenAt.set(attemptId, this.now());
     const attempt = this.attempts.get(attemptId);
-    this.note('orphanPromotions', { attemptId, how, outcome: attempt?.outcome, endedMsAgo: attempt?.endAt === undefined ? null : Math.round(this.now() - attempt.endAt) });
+    this.note('orphanPromotions', {
+      attemptId,
+      how,
+      outcome: attempt?.outcome,
+      endedMsAgo: attempt?.endAt === undefined ? null : Math.round(this.now() - attempt.endAt),
+    });
   }
 
   /** Something worth knowing that is not a violation, with up to five examples. */
@@ -235,9 +241,17 @@ class ChaosRun {
 
   async run() {
     const o = this.o;
-    this.log(`[chaos] ${o.serverName}: table ${this.table}, ${o.workers} workers × ${o.tasks} tasks on ${o.keys} keys, lease ${o.leaseMs} ms, ${Math.round(o.durationMs / 1000)} s of faults, seed ${o.seed}`);
+    this.log(
+      `[chaos] ${o.serverName}: table ${this.table}, ${o.workers} workers × ${o.tasks} tasks on ${o.keys} keys, lease ${o.leaseMs} ms, ${Math.round(o.durationMs / 1000)} s of faults, seed ${o.seed}`,
+    );
     await createTable(this.direct, this.table);
-    this.inspector = new LockManager({ tableName: this.table, client: this.direct, verifyTable: false, ownerName: 'chaos-inspector', logger: silentLogger() });
+    this.inspector = new LockManager({
+      tableName: this.table,
+      client: this.direct,
+      verifyTable: false,
+      ownerName: 'chaos-inspector',
+      logger: silentLogger(),
+    });
     await this.startProxy();
     for (let slot = 0; slot < o.workers; slot++) this.slots.push({ slot, gen: 0, skewMs: o.skews[slot] ?? 0, sdk: sdkVariant(slot) });
     const started = this.slots.map((slot) => this.spawn(slot, false));
@@ -330,7 +344,18 @@ class ChaosRun {
     // SIGKILL also ends a stopped process, which would not notice its parent is gone.
     const forget = guard(() => child.kill('SIGKILL'));
     child.once('exit', forget);
-    const w = { owner, slot: slot.slot, skewMs: slot.skewMs, child, alive: true, stopped: false, stops: [], output: '', closed: false, killedByHarness: false };
+    const w = {
+      owner,
+      slot: slot.slot,
+      skewMs: slot.skewMs,
+      child,
+      alive: true,
+      stopped: false,
+      stops: [],
+      output: '',
+      closed: false,
+      killedByHarness: false,
+    };
     let readyResolve;
     w.ready = new Promise((resolve) => (readyResolve = resolve));
     w.readyResolve = readyResolve;
@@ -508,8 +533,7 @@ class ChaosRun {
         if (m.beforeEnter) {
           this.counts.lostBeforeEnter++;
           this.lostBeforeEnter.set(m.leaseId, this.now());
-        }
-        else this.onLeave(w, m, 'abandon');
+        } else this.onLeave(w, m, 'abandon');
         return;
       case 'pause-check':
         this.counts.pauseChecks++;
@@ -524,7 +548,10 @@ class ChaosRun {
             heldForMs: m.heldForMs,
             freezes: m.freezes,
             events: m.events,
-            stops: w.stops.map((stop) => ({ at: Math.round(stop.stopAt - this.t0), ms: Math.round((stop.contAt ?? this.now()) - stop.stopAt) })),
+            stops: w.stops.map((stop) => ({
+              at: Math.round(stop.stopAt - this.t0),
+              ms: Math.round((stop.contAt ?? this.now()) - stop.stopAt),
+            })),
           });
         }
         return;
@@ -564,7 +591,15 @@ class ChaosRun {
   onAttemptEnd(w, m) {
     const attempt = this.attempts.get(m.attemptId) ?? { attemptId: m.attemptId, owner: w.owner, key: m.key, startAt: this.now() };
     this.attempts.set(m.attemptId, attempt);
-    Object.assign(attempt, { outcome: m.outcome, endAt: this.now(), leaseId: m.leaseId, token: m.token, errorName: m.errorName, events: m.events, workerStartMs: m.startedAtMs });
+    Object.assign(attempt, {
+      outcome: m.outcome,
+      endAt: this.now(),
+      leaseId: m.leaseId,
+      token: m.token,
+      errorName: m.errorName,
+      events: m.events,
+      workerStartMs: m.startedAtMs,
+    });
     this.counts.outcomes[m.outcome] = (this.counts.outcomes[m.outcome] ?? 0) + 1;
     // How long the item had shown this attempt's own token before the attempt ended.
     // How long the item showed this attempt's own token before the attempt ended; judged at the
@@ -594,7 +629,8 @@ class ChaosRun {
     const item = await this.readItem(m.key).catch(() => undefined);
     const stale = item?.token && item.owner === w.owner ? this.attempts.get(item.attemptId) : undefined;
     const lease = stale?.leaseId ? this.leases.get(stale.leaseId) : undefined;
-    const heldNow = stale?.outcome === 'acquired' && !this.released.has(stale.leaseId) && lease?.state !== 'abandoned' && lease?.state !== 'dead';
+    const heldNow =
+      stale?.outcome === 'acquired' && !this.released.has(stale.leaseId) && lease?.state !== 'abandoned' && lease?.state !== 'dead';
     if (!item?.token || item.owner !== w.owner || heldNow) {
       this.note('busyNamingItself', { attemptId: m.attemptId, itemShows: item?.attemptId ?? null });
       return;
@@ -602,11 +638,18 @@ class ChaosRun {
     // A lease this process lost locally (its signal aborted: a pause, failed heartbeats) vs. one
     // whose release failed, or a waiter that gave up and was promoted later.
     const expired = stale?.outcome === 'acquired' && (lease?.state === 'abandoned' || this.lostBeforeEnter.has(stale.leaseId));
-    const kind = stale?.outcome !== 'acquired' ? 'own orphaned waiter (gave up, promoted later)' : expired ? 'own lease that ran out locally' : 'own lease whose release failed';
+    const kind =
+      stale?.outcome !== 'acquired'
+        ? 'own orphaned waiter (gave up, promoted later)'
+        : expired
+          ? 'own lease that ran out locally'
+          : 'own lease whose release failed';
     // Since when this process could have known the lock was its own, nobody's: the stale lease's
     // release (or loss), or the orphan's promotion as first seen. A wait only just begun is a race.
     const ends = stale?.leaseId
-      ? [this.releasedAt.get(stale.leaseId), this.leases.get(stale.leaseId)?.stateAt, this.lostBeforeEnter.get(stale.leaseId)].filter((t) => t !== undefined)
+      ? [this.releasedAt.get(stale.leaseId), this.leases.get(stale.leaseId)?.stateAt, this.lostBeforeEnter.get(stale.leaseId)].filter(
+          (t) => t !== undefined,
+        )
       : [];
     const lostAt = ends.length > 0 ? Math.min(...ends) : undefined;
     const since = Math.max(attempt.startAt, lostAt ?? this.orphanSeenAt.get(item.attemptId) ?? stale?.endAt ?? attempt.startAt);
@@ -645,7 +688,12 @@ class ChaosRun {
       return;
     }
     if (later.rvn !== item.rvn) {
-      this.violation('selfDeadlocks', { kind: 'gave up, yet its lease is renewed', attemptId: attempt.attemptId, key: attempt.key, outcome: attempt.outcome });
+      this.violation('selfDeadlocks', {
+        kind: 'gave up, yet its lease is renewed',
+        attemptId: attempt.attemptId,
+        key: attempt.key,
+        outcome: attempt.outcome,
+      });
     } else {
       this.counts.gaveUpOrphaned++;
       const seen = this.attemptTokens.get(attempt.attemptId);
@@ -695,7 +743,10 @@ class ChaosRun {
     // A stop that began after the harness heard of the acquisition, lasted a lease and is over:
     // the lock cannot have survived it, so no write may be decided after it. (A stop that may have
     // begun before the acquisition resolved is only an excuse, below.)
-    const pause = w.stops?.find((stop) => stop.stopAt >= lease.acquiredAt && stop.contAt !== undefined && stop.contAt <= at && stop.contAt - stop.stopAt >= this.o.leaseMs);
+    const pause = w.stops?.find(
+      (stop) =>
+        stop.stopAt >= lease.acquiredAt && stop.contAt !== undefined && stop.contAt <= at && stop.contAt - stop.stopAt >= this.o.leaseMs,
+    );
     const pausedPastLease = pause !== undefined;
     const pausedAround = pausedPastLease || this.pausedDuring(w.owner, lease.acquiredAt - 100, at) !== undefined;
     if (kind === 'write' && !decidedBeforePause) this.overlaps.onOccupantStep(lease.leaseId, 'write');
@@ -708,13 +759,27 @@ class ChaosRun {
       else if (decidedBeforePause || pausedAround) this.counts.fencingRejectionsAfterPause++;
       if (result.duplicate) this.violation('duplicateTokens', { key: m.key, token: m.token, leaseId: m.leaseId, owner: w.owner });
       else if (checked && !decidedBeforePause && !pausedAround && lease.state !== 'abandoned') {
-        this.violation('falseSuccesses', { via: 'fencing', kind, key: m.key, token: m.token, highest: result.highest, owner: w.owner, gapMs: m.gapMs });
+        this.violation('falseSuccesses', {
+          via: 'fencing',
+          kind,
+          key: m.key,
+          token: m.token,
+          highest: result.highest,
+          owner: w.owner,
+          gapMs: m.gapMs,
+        });
       }
     }
     if (checked && !decidedBeforePause) {
       if (lease.state === 'abandoned') this.violation('writesAfterAbort', { kind, key: m.key, owner: w.owner, leaseId: m.leaseId });
       if (pausedPastLease) {
-        this.violation('writesAfterPause', { kind, key: m.key, owner: w.owner, pauseMs: Math.round(pause.contAt - pause.stopAt), gapMs: m.gapMs });
+        this.violation('writesAfterPause', {
+          kind,
+          key: m.key,
+          owner: w.owner,
+          pauseMs: Math.round(pause.contAt - pause.stopAt),
+          gapMs: m.gapMs,
+        });
       }
     }
     if (kind === 'enter') await this.groundTruth(w, m, at, decidedBeforePause || pausedAround);
@@ -777,7 +842,8 @@ class ChaosRun {
     if (!vacatedAt) return;
     let waitingSince = Number.POSITIVE_INFINITY;
     for (const attempt of this.attempts.values()) {
-      if (attempt.key === key && (attempt.endAt === undefined || attempt.endAt >= vacatedAt) && attempt.startAt < waitingSince) waitingSince = attempt.startAt;
+      if (attempt.key === key && (attempt.endAt === undefined || attempt.endAt >= vacatedAt) && attempt.startAt < waitingSince)
+        waitingSince = attempt.startAt;
     }
     const from = Math.max(vacatedAt, waitingSince);
     if (Number.isFinite(from)) this.counts.longestVacantWaitMs = Math.max(this.counts.longestVacantWaitMs, at - from);
@@ -786,7 +852,9 @@ class ChaosRun {
   // ---- reading the table directly (no faults) ----
 
   async readItem(key) {
-    const output = await this.direct.send(new GetItemCommand({ TableName: this.table, Key: { [ATTR.key]: { S: key } }, ConsistentRead: true }));
+    const output = await this.direct.send(
+      new GetItemCommand({ TableName: this.table, Key: { [ATTR.key]: { S: key } }, ConsistentRead: true }),
+    );
     return parseItem(output.Item);
   }
 
@@ -801,7 +869,8 @@ class ChaosRun {
             if (item?.token && item.attemptId) {
               const ended = this.attempts.get(item.attemptId);
               // (Within a second of giving up, the library may be passing on a lock it found handed to it.)
-              if (ended?.endAt !== undefined && ended.outcome !== 'acquired' && this.now() > ended.endAt + 1_000) this.noteOrphan(item.attemptId, 'seen by the monitor');
+              if (ended?.endAt !== undefined && ended.outcome !== 'acquired' && this.now() > ended.endAt + 1_000)
+                this.noteOrphan(item.attemptId, 'seen by the monitor');
               const at = this.now();
               const seen = this.attemptTokens.get(item.attemptId) ?? { tokens: new Set(), firstAt: at, lastAt: at };
               seen.tokens.add(item.token);
@@ -848,7 +917,12 @@ class ChaosRun {
     for (const item of suspects) {
       const later = await this.readItem(item.key).catch(() => undefined);
       if (later?.token === item.token && later.rvn !== item.rvn) {
-        this.violation('selfDeadlocks', { kind: 'lease of an idle worker renewed', key: item.key, owner: item.owner, attemptId: item.attemptId });
+        this.violation('selfDeadlocks', {
+          kind: 'lease of an idle worker renewed',
+          key: item.key,
+          owner: item.owner,
+          attemptId: item.attemptId,
+        });
       } else this.counts.staleOwnLeftovers++;
     }
   }
@@ -925,7 +999,15 @@ class ChaosRun {
         // Every key was held by a process that was killed or stopped just before: taking it over
         // sooner than one lease would take it from a holder that may still believe it holds it.
         if (took < o.leaseMs - 50) this.violation('earlyTakeovers', { key, tookMs: Math.round(took), leaseMs: o.leaseMs });
-        this.attempts.set(`prober:${key}`, { attemptId: `prober:${key}`, owner: 'prober', key, startAt: started, endAt: this.now(), outcome: 'acquired', leaseId: lock.leaseId });
+        this.attempts.set(`prober:${key}`, {
+          attemptId: `prober:${key}`,
+          owner: 'prober',
+          key,
+          startAt: started,
+          endAt: this.now(),
+          outcome: 'acquired',
+          leaseId: lock.leaseId,
+        });
         // The new holder writes: fencing must accept its token (higher than everything before).
         await this.onWrite(pseudo, { leaseId: lock.leaseId, key, token: lock.fencingToken, attemptId: `prober:${key}`, gapMs: 0 }, 'enter');
         const accepted = this.resource.slot(key).highestLease === lock.leaseId;
@@ -951,7 +1033,12 @@ class ChaosRun {
       if (log.some((entry) => entry.leaseId === leaseId && entry.kind === 'unchecked')) {
         this.violation('staleWritesAccepted', { key, owner: w.owner, leaseId });
       } else if (!lease || !lease.staleWriteSeen) {
-        this.violation('harnessErrors', { what: 'stopped liveness holder made no write after resuming', key, owner: w.owner, state: lease?.state });
+        this.violation('harnessErrors', {
+          what: 'stopped liveness holder made no write after resuming',
+          key,
+          owner: w.owner,
+          state: lease?.state,
+        });
       }
     }
   }
@@ -993,12 +1080,19 @@ class ChaosRun {
         // A waiter that had given up, promoted by a release after that (its queue exit had failed):
         // nobody holds it; it runs out after one lease. Counted with the orphans, not as a leak.
         this.noteOrphan(item.attemptId, 'left held at the end');
-      } else this.violation('locksLeftHeld', { key: item.key, owner: item.owner, attemptId: item.attemptId, attemptOutcome: attempt?.outcome });
+      } else
+        this.violation('locksLeftHeld', { key: item.key, owner: item.owner, attemptId: item.attemptId, attemptOutcome: attempt?.outcome });
     }
     const viaApi = await this.inspector.list();
-    const orphanKeys = new Set((output.Items ?? []).map(parseItem).filter((item) => item?.token && this.orphans.has(item.attemptId)).map((item) => item.key));
+    const orphanKeys = new Set(
+      (output.Items ?? [])
+        .map(parseItem)
+        .filter((item) => item?.token && this.orphans.has(item.attemptId))
+        .map((item) => item.key),
+    );
     const leftViaApi = viaApi.filter((info) => !orphanKeys.has(info.key));
-    if (leftViaApi.length > 0 && this.violations.locksLeftHeld === 0) this.violation('locksLeftHeld', { via: 'list()', keys: leftViaApi.map((i) => i.key) });
+    if (leftViaApi.length > 0 && this.violations.locksLeftHeld === 0)
+      this.violation('locksLeftHeld', { via: 'list()', keys: leftViaApi.map((i) => i.key) });
 
     this.overlaps.finish(this.leases);
     for (const overlap of this.overlaps.violations()) this.violation('overlapsBetweenValidHolders', overlap);
@@ -1032,22 +1126,43 @@ class ChaosRun {
       // Obstructed: a fault on this worker's own requests about the key after it was told, or a
       // response to it held back — it may simply not have been able to act in time.
       const obstructed = this.proxyStats.trace.some(
-        (r) => r.owner === attempt.owner && r.key === attempt.key && r.fault && r.at >= evidence.at - 50 && r.at <= attempt.endAt + performance.timeOrigin,
+        (r) =>
+          r.owner === attempt.owner &&
+          r.key === attempt.key &&
+          r.fault &&
+          r.at >= evidence.at - 50 &&
+          r.at <= attempt.endAt + performance.timeOrigin,
       );
       const lagMs = attempt.endAt - shownAt;
       if (obstructed && (attempt.outcome !== 'acquired' || lagMs > RECOGNITION_MS)) {
         this.note('ownLockShownThenObstructed', { attemptId, outcome: attempt.outcome, sinceShownMs: Math.round(lagMs) });
         continue;
       }
-      const detail = { attemptId, key: attempt.key, outcome: attempt.outcome, errorName: attempt.errorName, sinceShownMs: Math.round(lagMs), timeline: { start: rel(attempt.startAt), shown: rel(shownAt), end: rel(attempt.endAt) } };
+      const detail = {
+        attemptId,
+        key: attempt.key,
+        outcome: attempt.outcome,
+        errorName: attempt.errorName,
+        sinceShownMs: Math.round(lagMs),
+        timeline: { start: rel(attempt.startAt), shown: rel(shownAt), end: rel(attempt.endAt) },
+      };
       const window = [attempt.startAt, attempt.endAt];
-      if (attempt.outcome !== 'acquired') this.violation('selfDeadlocks', { kind: 'told it holds the lock, yet gave up', ...detail, owner: attempt.owner, window, events: attempt.events, workerStartMs: attempt.workerStartMs });
+      if (attempt.outcome !== 'acquired')
+        this.violation('selfDeadlocks', {
+          kind: 'told it holds the lock, yet gave up',
+          ...detail,
+          owner: attempt.owner,
+          window,
+          events: attempt.events,
+          workerStartMs: attempt.workerStartMs,
+        });
       else {
         if (lagMs > this.counts.maxRecognitionMs) {
           this.counts.maxRecognitionMs = lagMs;
           this.maxRecognition = detail;
         }
-        if (lagMs > RECOGNITION_MS) this.violation('selfDeadlocks', { kind: 'told it holds the lock, yet kept waiting', ...detail, owner: attempt.owner, window });
+        if (lagMs > RECOGNITION_MS)
+          this.violation('selfDeadlocks', { kind: 'told it holds the lock, yet kept waiting', ...detail, owner: attempt.owner, window });
       }
     }
 
@@ -1057,7 +1172,10 @@ class ChaosRun {
       const [from, to] = example.window.map((t) => t + performance.timeOrigin);
       example.requests = this.proxyStats.trace
         .filter((r) => r.owner === example.owner && r.key === example.key && r.at >= from - 200 && r.at <= to + 500)
-        .map((r) => `${Math.round(r.at - performance.timeOrigin - this.t0)} ${r.attempt ?? '?'} ${r.op} ${r.cond ?? ''} ${r.fault ?? ''} → ${r.status ?? '✗'}${r.holder ? ` holder=${r.holder}` : ''}`);
+        .map(
+          (r) =>
+            `${Math.round(r.at - performance.timeOrigin - this.t0)} ${r.attempt ?? '?'} ${r.op} ${r.cond ?? ''} ${r.fault ?? ''} → ${r.status ?? '✗'}${r.holder ? ` holder=${r.holder}` : ''}`,
+        );
       example.window = example.window.map((t) => Math.round(t - this.t0));
     }
 
@@ -1066,15 +1184,23 @@ class ChaosRun {
     // reading, so a slow read or a stopped process costs the key up to a lease.
     for (const { attempt, firstAt } of this.ownTokenCases) {
       if (attempt.outcome === 'acquired' || attempt.outcome === 'died') continue;
-      this.note('endedWhileItemShowedOwnToken', { attemptId: attempt.attemptId, outcome: attempt.outcome, shownMs: Math.round(attempt.endAt - firstAt) });
+      this.note('endedWhileItemShowedOwnToken', {
+        attemptId: attempt.attemptId,
+        outcome: attempt.outcome,
+        shownMs: Math.round(attempt.endAt - firstAt),
+      });
     }
 
     // Clock skew changes nothing: skewed workers are not starved.
     const slots = Object.values(this.counts.bySlot);
-    const plain = slots.filter((s) => s.skewMs === 0).map((s) => s.acquisitions).sort((a, b) => a - b);
+    const plain = slots
+      .filter((s) => s.skewMs === 0)
+      .map((s) => s.acquisitions)
+      .sort((a, b) => a - b);
     const median = plain.length === 0 ? 0 : (plain[Math.floor((plain.length - 1) / 2)] + plain[Math.floor(plain.length / 2)]) / 2;
     for (const [slot, s] of Object.entries(this.counts.bySlot)) {
-      if (s.skewMs !== 0 && s.acquisitions < 0.25 * median) this.violation('skewStarved', { slot, skewMs: s.skewMs, acquisitions: s.acquisitions, medianUnskewed: median });
+      if (s.skewMs !== 0 && s.acquisitions < 0.25 * median)
+        this.violation('skewStarved', { slot, skewMs: s.skewMs, acquisitions: s.acquisitions, medianUnskewed: median });
     }
   }
 
@@ -1082,7 +1208,9 @@ class ChaosRun {
 
   async startProxy() {
     const attributes = { key: ATTR.key, token: ATTR.token, data: ATTR.data };
-    this.proxy = fork(PROXY, [JSON.stringify({ target: this.o.endpoint, seed: this.o.seed, attributes })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.proxy = fork(PROXY, [JSON.stringify({ target: this.o.endpoint, seed: this.o.seed, attributes })], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const forgetProxy = guard(() => this.proxy.kill('SIGKILL'));
     this.proxy.once('exit', forgetProxy);
     this.proxyPending = new Map();
@@ -1183,7 +1311,11 @@ class ChaosRun {
           skewMs: w.skewMs,
           exit: w.exit,
           killed: w.killedByHarness,
-          stops: w.stops.map((stop) => ({ at: Math.round(stop.stopAt - this.t0), ms: Math.round((stop.contAt ?? stop.stopAt) - stop.stopAt), holding: stop.holding })),
+          stops: w.stops.map((stop) => ({
+            at: Math.round(stop.stopAt - this.t0),
+            ms: Math.round((stop.contAt ?? stop.stopAt) - stop.stopAt),
+            holding: stop.holding,
+          })),
         })),
     };
   }

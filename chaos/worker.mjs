@@ -111,7 +111,9 @@ function onEvent(event) {
   if (events.length > 400) events.splice(0, 100);
 }
 function eventsFor(key, sinceMs) {
-  return events.filter((e) => e.key === key && e.t >= sinceMs - 50).map((e) => Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)));
+  return events
+    .filter((e) => e.key === key && e.t >= sinceMs - 50)
+    .map((e) => Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)));
 }
 
 const requestHandler = cfg.sdk?.requestTimeoutMs ? { requestTimeout: cfg.sdk.requestTimeoutMs, throwOnRequestTimeout: true } : undefined;
@@ -216,7 +218,9 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
         : {
             where,
             heldForMs: Math.round(at - resolvedAt),
-            freezes: freezes.filter((f) => f.start >= resolvedAt).map((f) => [Math.round(f.start - resolvedAt), Math.round(f.end - resolvedAt)]),
+            freezes: freezes
+              .filter((f) => f.start >= resolvedAt)
+              .map((f) => [Math.round(f.start - resolvedAt), Math.round(f.end - resolvedAt)]),
             events: eventsFor(key, resolvedAt - t0 - 5_000).map((e) => ({ ...e, t: e.t - Math.round(resolvedAt - t0) })),
           };
       send('pause-check', { leaseId, key, frozenMs: Math.round(frozenMs), aborted, ...detail });
@@ -253,7 +257,13 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
         break;
       }
       claim = claimMarker();
-      const written = await rpc('write', { key, leaseId, token, gapMs: now() - c.at, marker: claim.status === 'taken' ? claim : undefined });
+      const written = await rpc('write', {
+        key,
+        leaseId,
+        token,
+        gapMs: now() - c.at,
+        marker: claim.status === 'taken' ? claim : undefined,
+      });
       if (!written.accepted) return;
     }
     if (!lost) {
@@ -364,7 +374,14 @@ async function holdKey(key) {
     }
   }
   const resolvedAt = now();
-  send('attempt-end', { attemptId, key, outcome: 'acquired', leaseId: lock.leaseId, token: lock.fencingToken, waitedMs: Math.round(now() - started) });
+  send('attempt-end', {
+    attemptId,
+    key,
+    outcome: 'acquired',
+    leaseId: lock.leaseId,
+    token: lock.fencingToken,
+    waitedMs: Math.round(now() - started),
+  });
   send('holding', { key, leaseId: lock.leaseId, token: lock.fencingToken });
   // Careless at the end: once the lock is lost, one more write without checking (fencing must reject it).
   await section(lock, key, attemptId, resolvedAt, { writes: 1_000_000, holdMs: 100 * 1_000_001, unchecked: true });

@@ -41,12 +41,14 @@ async function main(): Promise<void> {
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
 
-  logger.log(`Try: curl -X POST ${urls[0]}/invoices/42/reopen; curl -X POST ${urls[0]}/invoices/42/pay & curl -X POST ${urls[1] ?? urls[0]}/invoices/42/pay`);
+  logger.log(
+    `Try: curl -X POST ${urls[0]}/invoices/42/reopen; curl -X POST ${urls[0]}/invoices/42/pay & curl -X POST ${urls[1] ?? urls[0]}/invoices/42/pay`,
+  );
   await runDemo(urls);
   logger.log('The report job runs every 5 s on exactly one instance. Press Ctrl+C to stop.');
 }
 
 main().catch((error: unknown) => {
-  new Logger('Sample').error(error instanceof Error ? error.stack ?? error.message : String(error));
+  new Logger('Sample').error(error instanceof Error ? (error.stack ?? error.message) : String(error));
   process.exit(1);
 });

@@ -10,14 +10,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { type FaultInjector, type FaultKind, faultError, injectFaults } from './support/fault-injection';
 import { type RequestCounter, countRequests } from './support/request-counter';
-import {
-  createLockTable,
-  createTestClient,
-  deleteTable,
-  describeEachServer,
-  testServers,
-  uniqueTableName,
-} from './support/servers';
+import { createLockTable, createTestClient, deleteTable, describeEachServer, testServers, uniqueTableName } from './support/servers';
 
 /** A conditional create: succeeds only if no item has this key yet. */
 const putIfAbsent = (tableName: string, key: string, owner: string): PutItemCommand =>

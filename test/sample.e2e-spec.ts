@@ -42,7 +42,11 @@ describeEachServer('sample app (HTTP)', (server) => {
     expect(statuses).toEqual([201, 409]);
     const conflict = a.status === 409 ? a : b;
     expect(conflict.headers.get('retry-after')).toBe('10');
-    expect(await conflict.json()).toMatchObject({ statusCode: 409, resource: 'invoice-42', holder: expect.stringMatching(/^sample-[AB]:/) });
+    expect(await conflict.json()).toMatchObject({
+      statusCode: 409,
+      resource: 'invoice-42',
+      holder: expect.stringMatching(/^sample-[AB]:/),
+    });
     const paid = a.status === 201 ? a : b;
     expect(await paid.json()).toMatchObject({ id: '42', status: 'paid', paidWithToken: expect.any(Number) });
   });
@@ -57,7 +61,9 @@ describeEachServer('sample app (HTTP)', (server) => {
   });
 
   it('lets a waiting request through after the payment instead of failing (reopen waits)', async () => {
-    const paying = fetch(`${urls[0]}/invoices/42/reopen`, { method: 'POST' }).then(() => fetch(`${urls[0]}/invoices/42/pay`, { method: 'POST' }));
+    const paying = fetch(`${urls[0]}/invoices/42/reopen`, { method: 'POST' }).then(() =>
+      fetch(`${urls[0]}/invoices/42/pay`, { method: 'POST' }),
+    );
     await new Promise((resolve) => setTimeout(resolve, 150));
     const reopened = await fetch(`${urls[1]}/invoices/42/reopen`, { method: 'POST' });
     expect((await paying).status).toBe(201);

@@ -12,7 +12,11 @@ const ms = (v) => (v === null || v === undefined ? '–' : `${v >= 100 ? v.toFix
 /** Target helpers: each returns `{ text, pass(v), missBy(v) }`. */
 const atLeast = (t, f = num) => ({ text: `≥ ${f(t)}`, pass: (v) => v >= t, missBy: (v) => `${f(t - v)} short (${pct(v / t)} of target)` });
 const atMost = (t, f = num) => ({ text: `≤ ${f(t)}`, pass: (v) => v <= t, missBy: (v) => `${f(v - t)} over (${num(v / t)}× the target)` });
-const exactly = (t, tol, f = num) => ({ text: tol ? `${f(t)} ± ${f(tol)}` : `= ${f(t)}`, pass: (v) => Math.abs(v - t) <= tol + 1e-9, missBy: (v) => `${f(v - t)} off` });
+const exactly = (t, tol, f = num) => ({
+  text: tol ? `${f(t)} ± ${f(tol)}` : `= ${f(t)}`,
+  pass: (v) => Math.abs(v - t) <= tol + 1e-9,
+  missBy: (v) => `${f(v - t)} off`,
+});
 
 /**
  * One scenario table. `rows`: `{ metric, get(result), fmt, target?, ratio? }`; `results`:
@@ -28,13 +32,23 @@ function table(scenario, rows, results, systems) {
     if (row.target && ours !== null && ours !== undefined) {
       const pass = row.target.pass(ours);
       verdict = pass ? 'pass' : '**miss**';
-      checks.push({ scenario, metric: row.metric, value: ours, target: row.target.text, pass, ...(pass ? {} : { missBy: row.target.missBy(ours) }) });
+      checks.push({
+        scenario,
+        metric: row.metric,
+        value: ours,
+        target: row.target.text,
+        pass,
+        ...(pass ? {} : { missBy: row.target.missBy(ours) }),
+      });
     }
     const cells = systems
       .filter((s) => s !== 'ours')
       .map((s) => {
         const v = results[s] ? row.get(results[s]) : null;
-        const ratio = row.ratio !== false && typeof v === 'number' && typeof ours === 'number' && ours !== 0 ? ` (×${num(v / ours, v / ours >= 10 ? 0 : 2)})` : '';
+        const ratio =
+          row.ratio !== false && typeof v === 'number' && typeof ours === 'number' && ours !== 0
+            ? ` (×${num(v / ours, v / ours >= 10 ? 0 : 2)})`
+            : '';
         return `${row.fmt(v)}${ratio}`;
       });
     lines.push(`| ${[row.metric, row.target?.text ?? '', row.fmt(ours), verdict, ...cells].join(' | ')} |`);
@@ -64,8 +78,20 @@ export function scenarioTables(report) {
           { metric: 'reads per cycle', get: (x) => x.readsPerCycle, fmt: num, target: exactly(0, 0), ratio: false },
           { metric: 'latency p50', get: (x) => x.latencyMs.p50, fmt: ms },
           { metric: 'latency p99', get: (x) => x.latencyMs.p99, fmt: ms },
-          { metric: 'p50 / baseline p50', get: (x) => x.p50Ratio, fmt: (v) => (v == null ? '–' : `${num(v)}×`), target: atMost(1.05), ratio: false },
-          { metric: 'p99 / baseline p99', get: (x) => x.p99Ratio, fmt: (v) => (v == null ? '–' : `${num(v)}×`), target: atMost(1.05), ratio: false },
+          {
+            metric: 'p50 / baseline p50',
+            get: (x) => x.p50Ratio,
+            fmt: (v) => (v == null ? '–' : `${num(v)}×`),
+            target: atMost(1.05),
+            ratio: false,
+          },
+          {
+            metric: 'p99 / baseline p99',
+            get: (x) => x.p99Ratio,
+            fmt: (v) => (v == null ? '–' : `${num(v)}×`),
+            target: atMost(1.05),
+            ratio: false,
+          },
         ],
         r,
         [...LOCKS, 'baseline'],
@@ -88,7 +114,13 @@ export function scenarioTables(report) {
           { metric: 'failed writes per acquisition', get: (x) => x.failedWritesPerAcquisition, fmt: num },
           { metric: 'write-equivalents per acquisition', get: (x) => x.writeEqPerAcquisition, fmt: num },
           { metric: 'requests per acquisition', get: (x) => x.requestsPerAcquisition, fmt: num },
-          { metric: 'FIFO inversions (grants that overtook an earlier caller)', get: (x) => x.fifoInversions, fmt: num, target: exactly(0, 0), ratio: false },
+          {
+            metric: 'FIFO inversions (grants that overtook an earlier caller)',
+            get: (x) => x.fifoInversions,
+            fmt: num,
+            target: exactly(0, 0),
+            ratio: false,
+          },
           { metric: 'overlaps', get: (x) => x.overlaps, fmt: num, target: exactly(0, 0), ratio: false },
         ],
         r,
@@ -106,7 +138,12 @@ export function scenarioTables(report) {
         [
           { metric: 'acquisitions/s', get: (x) => x.perSecond, fmt: num },
           { metric: 'fraction of limit', get: (x) => x.fractionOfLimit, fmt: pct, target: atLeast(0.9, pct) },
-          { metric: 'write-equivalents per acquisition', get: (x) => x.writeEqPerAcquisition, fmt: num, target: atMost(hold >= 1000 ? 5 : 2.5) },
+          {
+            metric: 'write-equivalents per acquisition',
+            get: (x) => x.writeEqPerAcquisition,
+            fmt: num,
+            target: atMost(hold >= 1000 ? 5 : 2.5),
+          },
           { metric: 'requests per acquisition', get: (x) => x.requestsPerAcquisition, fmt: num },
           { metric: '… of which failed conditional writes', get: (x) => x.failedWritesPerAcquisition, fmt: num },
           { metric: '… of which strongly consistent reads', get: (x) => x.strongReadsPerAcquisition, fmt: num },
@@ -115,7 +152,12 @@ export function scenarioTables(report) {
           { metric: 'smallest share / mean share', get: (x) => x.minShare, fmt: num, target: atLeast(0.6) },
           { metric: 'largest share / mean share', get: (x) => x.maxShare, fmt: num },
           { metric: 'next holder was the releaser', get: (x) => x.sameProcessNext, fmt: pct },
-          { metric: 'acquisitions per process', get: (x) => x.perProcess.map((p) => p.join('/')).join(', '), fmt: (v) => v ?? '–', ratio: false },
+          {
+            metric: 'acquisitions per process',
+            get: (x) => x.perProcess.map((p) => p.join('/')).join(', '),
+            fmt: (v) => v ?? '–',
+            ratio: false,
+          },
           { metric: 'overlaps', get: (x) => x.overlaps, fmt: num, target: exactly(0, 0), ratio: false },
         ],
         r,
@@ -136,7 +178,12 @@ export function scenarioTables(report) {
           { metric: 'SIGKILL: from last heartbeat, p50', get: (x) => x.kill.fromHeartbeatMs.p50, fmt: ms },
           { metric: 'SIGKILL: from last heartbeat, max', get: (x) => x.kill.fromHeartbeatMs.max, fmt: ms, target: atMost(lease + 500, ms) },
           { metric: 'graceful: from SIGTERM, p50', get: (x) => x.graceful.fromSignalMs.p50, fmt: ms },
-          { metric: 'graceful: from SIGTERM, max', get: (x) => x.graceful.fromSignalMs.max, fmt: ms, target: atMost(Math.round(2 * rtt + 10), ms) },
+          {
+            metric: 'graceful: from SIGTERM, max',
+            get: (x) => x.graceful.fromSignalMs.max,
+            fmt: ms,
+            target: atMost(Math.round(2 * rtt + 10), ms),
+          },
           { metric: 'graceful: from last heartbeat, p50', get: (x) => x.graceful.fromHeartbeatMs.p50, fmt: ms },
           { metric: 'waiting cost (write-eq/s per waiter)', get: (x) => x.kill.waitWriteEqPerSecondPerWaiter, fmt: num },
         ],
@@ -154,11 +201,21 @@ export function scenarioTables(report) {
       table(
         'scale',
         [
-          { metric: 'heartbeat writes per lock per interval', get: (x) => x.heartbeatWritesPerLockPerInterval, fmt: (v) => num(v, 3), target: exactly(1, 0.02, (v) => num(v, 2)) },
+          {
+            metric: 'heartbeat writes per lock per interval',
+            get: (x) => x.heartbeatWritesPerLockPerInterval,
+            fmt: (v) => num(v, 3),
+            target: exactly(1, 0.02, (v) => num(v, 2)),
+          },
           { metric: 'event-loop delay p99', get: (x) => x.eventLoopDelayP99Ms, fmt: ms },
           { metric: 'event-loop delay max', get: (x) => x.eventLoopDelayMaxMs, fmt: ms },
           { metric: 'heap per held lock', get: (x) => x.heapBytesPerLock, fmt: (v) => (v == null ? '–' : `${num(v / 1024, 1)} KiB`) },
-          { metric: 'active timers while holding', get: (x) => x.activeTimers, fmt: num, target: { text: `< 1% of locks (${r.ours.locks / 100})`, pass: (v) => v < r.ours.locks / 100, missBy: (v) => `${v} timers` } },
+          {
+            metric: 'active timers while holding',
+            get: (x) => x.activeTimers,
+            fmt: num,
+            target: { text: `< 1% of locks (${r.ours.locks / 100})`, pass: (v) => v < r.ours.locks / 100, missBy: (v) => `${v} timers` },
+          },
           { metric: 'time to acquire all', get: (x) => x.acquireSeconds, fmt: (v) => (v == null ? '–' : `${num(v, 1)} s`) },
           { metric: 'warnings (lost locks, failed heartbeats)', get: (x) => x.warnings, fmt: num, ratio: false },
         ],

@@ -14,7 +14,10 @@ const fmt = (v) => (v == null ? '–' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.to
 /** Panels from the results; groups whose scenario did not run are left out. */
 function panels({ results: r }) {
   const cp = r.crossProcess ?? {};
-  const holds = Object.values(cp).map((h) => ({ label: h.ours.holdMs >= 1000 ? `4 proc, ${h.ours.holdMs / 1000} s` : `4 proc, ${h.ours.holdMs} ms`, h }));
+  const holds = Object.values(cp).map((h) => ({
+    label: h.ours.holdMs >= 1000 ? `4 proc, ${h.ours.holdMs / 1000} s` : `4 proc, ${h.ours.holdMs} ms`,
+    h,
+  }));
   const pick = (res, f) => Object.fromEntries(SYSTEMS.map((s) => [s, res?.[s] ? f(res[s]) : null]));
   return [
     {
@@ -30,7 +33,11 @@ function panels({ results: r }) {
       groups: [
         ...(r.uncontended ? [{ label: 'uncontended', values: pick(r.uncontended, (x) => x.writeEqPerCycle), target: 2 }] : []),
         ...(r.inProcess ? [{ label: '32 callers', values: pick(r.inProcess, (x) => x.writeEqPerAcquisition), target: 1.1 }] : []),
-        ...holds.map(({ label, h }) => ({ label, values: pick(h, (x) => x.writeEqPerAcquisition), target: h.ours.holdMs >= 1000 ? 5 : 2.5 })),
+        ...holds.map(({ label, h }) => ({
+          label,
+          values: pick(h, (x) => x.writeEqPerAcquisition),
+          target: h.ours.holdMs >= 1000 ? 5 : 2.5,
+        })),
       ],
     },
     {
@@ -46,7 +53,11 @@ function panels({ results: r }) {
       log: true,
       groups: r.takeover
         ? [
-            { label: 'SIGKILL, from last heartbeat', values: pick(r.takeover, (x) => x.kill.fromHeartbeatMs.max), target: r.takeover.ours.leaseMs + 500 },
+            {
+              label: 'SIGKILL, from last heartbeat',
+              values: pick(r.takeover, (x) => x.kill.fromHeartbeatMs.max),
+              target: r.takeover.ours.leaseMs + 500,
+            },
             { label: 'graceful, from SIGTERM', values: pick(r.takeover, (x) => x.graceful.fromSignalMs.max) },
           ]
         : [],
@@ -81,7 +92,10 @@ function panel(p, x0, y0) {
     max = Math.min(Math.max(...all, 1e-9), anchor * 3) * 1.15;
     y = (v) => y0 + top + plotH - (Math.min(v, max) / max) * plotH;
   }
-  const parts = [`<text x="${x0 + left}" y="${y0 + 16}" class="t">${esc(p.title)}</text>`, `<line x1="${x0 + left}" x2="${x0 + W - left}" y1="${y(0)}" y2="${y(0)}" class="axis"/>`];
+  const parts = [
+    `<text x="${x0 + left}" y="${y0 + 16}" class="t">${esc(p.title)}</text>`,
+    `<line x1="${x0 + left}" x2="${x0 + W - left}" y1="${y(0)}" y2="${y(0)}" class="axis"/>`,
+  ];
   p.groups.forEach((g, gi) => {
     const gx = x0 + left + gi * groupW + (groupW - barW * SYSTEMS.length) / 2;
     SYSTEMS.forEach((s, si) => {
@@ -89,12 +103,16 @@ function panel(p, x0, y0) {
       if (v == null) return;
       const bx = gx + si * barW;
       const clipped = v > max;
-      parts.push(`<rect x="${bx + 2}" y="${y(v)}" width="${barW - 4}" height="${Math.max(0.5, y(0) - y(v))}" fill="${COLORS[s]}"><title>${esc(NAMES[s])}: ${fmt(v)}</title></rect>`);
+      parts.push(
+        `<rect x="${bx + 2}" y="${y(v)}" width="${barW - 4}" height="${Math.max(0.5, y(0) - y(v))}" fill="${COLORS[s]}"><title>${esc(NAMES[s])}: ${fmt(v)}</title></rect>`,
+      );
       parts.push(`<text x="${bx + barW / 2}" y="${y(v) - 3}" class="v">${clipped ? '↑' : ''}${fmt(v)}</text>`);
     });
     if (g.target != null) {
       const ty = y(g.target);
-      parts.push(`<line x1="${gx - 4}" x2="${gx + barW * SYSTEMS.length + 4}" y1="${ty}" y2="${ty}" class="target"><title>target ${fmt(g.target)}</title></line>`);
+      parts.push(
+        `<line x1="${gx - 4}" x2="${gx + barW * SYSTEMS.length + 4}" y1="${ty}" y2="${ty}" class="target"><title>target ${fmt(g.target)}</title></line>`,
+      );
     }
     parts.push(`<text x="${gx + (barW * SYSTEMS.length) / 2}" y="${y(0) + 15}" class="g">${esc(g.label)}</text>`);
   });
@@ -107,7 +125,10 @@ export function chartSvg(report) {
   const legendH = 30;
   const width = cols * W + 20;
   const height = legendH + Math.ceil(ps.length / cols) * H + 10;
-  const legend = SYSTEMS.map((s, i) => `<rect x="${14 + i * 200}" y="10" width="12" height="12" fill="${COLORS[s]}"/><text x="${30 + i * 200}" y="20" class="l">${NAMES[s]}</text>`).join('');
+  const legend = SYSTEMS.map(
+    (s, i) =>
+      `<rect x="${14 + i * 200}" y="10" width="12" height="12" fill="${COLORS[s]}"/><text x="${30 + i * 200}" y="20" class="l">${NAMES[s]}</text>`,
+  ).join('');
   const meta = report.meta;
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif">
 <style>.t{font-size:12px;font-weight:600}.v{font-size:10px;text-anchor:middle}.g{font-size:11px;text-anchor:middle;fill:#444}.l{font-size:12px}.axis{stroke:#999}.target{stroke:#1a9641;stroke-width:2;stroke-dasharray:5 3}.m{font-size:10px;fill:#666;text-anchor:end}</style>

@@ -24,7 +24,14 @@ export async function run(ctx, { holds, processes, rounds }) {
     for (const id of order) {
       // One set of processes per system and round runs every hold in turn (start-up is slow).
       const workers = Array.from({ length: processes }, (_, index) =>
-        forkWorker(import.meta.url, { role: 's3', system: id, endpoint: ctx.proxy.endpoint, rttSamples: ctx.rttSamples, leaseMs: ctx.leaseMs, index }),
+        forkWorker(import.meta.url, {
+          role: 's3',
+          system: id,
+          endpoint: ctx.proxy.endpoint,
+          rttSamples: ctx.rttSamples,
+          leaseMs: ctx.leaseMs,
+          index,
+        }),
       );
       for (const { holdMs, durationMs } of holds) segments[holdMs][id].push(await window(ctx, workers, id, r, { holdMs, durationMs }));
       for (const w of workers) w.send('prepare', { exit: true });
@@ -32,7 +39,10 @@ export async function run(ctx, { holds, processes, rounds }) {
     }
   }
   return Object.fromEntries(
-    holds.map(({ holdMs }) => [`hold${holdMs}`, Object.fromEntries(ctx.locks.map((id) => [id, combine(segments[holdMs][id], holdMs, processes)]))]),
+    holds.map(({ holdMs }) => [
+      `hold${holdMs}`,
+      Object.fromEntries(ctx.locks.map((id) => [id, combine(segments[holdMs][id], holdMs, processes)])),
+    ]),
   );
 }
 
@@ -48,7 +58,14 @@ function combine(s, holdMs, processes) {
   const limit = 1000 / (holdMs + 2 * rtt);
   const handovers = s.flatMap((x) => x.handovers);
   const shares = s.flatMap((x) => x.shares);
-  const t = { requests: sum((x) => x.t.requests), writes: sum((x) => x.t.writes), failedWrites: sum((x) => x.t.failedWrites), strongReads: sum((x) => x.t.strongReads), writeEq: sum((x) => x.t.writeEq), otherErrors: sum((x) => x.t.otherErrors) };
+  const t = {
+    requests: sum((x) => x.t.requests),
+    writes: sum((x) => x.t.writes),
+    failedWrites: sum((x) => x.t.failedWrites),
+    strongReads: sum((x) => x.t.strongReads),
+    writeEq: sum((x) => x.t.writeEq),
+    otherErrors: sum((x) => x.t.otherErrors),
+  };
   const per = (n) => (acquisitions ? round(n / acquisitions, 3) : null);
   return {
     processes,
@@ -129,7 +146,13 @@ async function work(config, io) {
     if (exit) return;
     const client = makeClient(config.endpoint);
     const rttMs = config.index === 0 ? await measureRtt(makeClient(config.endpoint), probeTable, { samples: config.rttSamples }) : null;
-    const lock = await openSystem(config.system, { client, table, owner: `s3-${config.system}-${config.index}`, leaseMs: config.leaseMs, heartbeatMs: Math.round(config.leaseMs / 3) });
+    const lock = await openSystem(config.system, {
+      client,
+      table,
+      owner: `s3-${config.system}-${config.index}`,
+      leaseMs: config.leaseMs,
+      heartbeatMs: Math.round(config.leaseMs / 3),
+    });
     await io.send('ready', { rttMs });
     const { startAt, endAt } = await io.next('go');
     await sleepUntil(startAt);

@@ -29,7 +29,13 @@ export async function run(ctx, { rounds, durationMs, callers, holdMs }) {
     const rate = span > 0 ? (sum((x) => Math.max(0, x.acquisitions - 1)) / span) * 1000 : 0;
     const rtt = sum((x) => x.rttMs) / s.length;
     const limit = 1000 / (holdMs + rtt);
-    const t = { requests: sum((x) => x.t.requests), writes: sum((x) => x.t.writes), failedWrites: sum((x) => x.t.failedWrites), writeEq: sum((x) => x.t.writeEq), otherErrors: sum((x) => x.t.otherErrors) };
+    const t = {
+      requests: sum((x) => x.t.requests),
+      writes: sum((x) => x.t.writes),
+      failedWrites: sum((x) => x.t.failedWrites),
+      writeEq: sum((x) => x.t.writeEq),
+      otherErrors: sum((x) => x.t.otherErrors),
+    };
     out[id] = {
       callers,
       holdMs,
@@ -57,7 +63,17 @@ async function segment(ctx, id, r, { durationMs, callers, holdMs }) {
   const table = ctx.table(`s2-${id}-${r}`);
   const probeTable = ctx.table(`s2-rtt-${id}-${r}`);
   await Promise.all([createTable(ctx.admin, id, table), createTable(ctx.admin, 'baseline', probeTable)]);
-  const worker = forkWorker(import.meta.url, { role: 's2', system: id, endpoint: ctx.proxy.endpoint, table, probeTable, rttSamples: ctx.rttSamples, callers, holdMs, leaseMs: ctx.leaseMs });
+  const worker = forkWorker(import.meta.url, {
+    role: 's2',
+    system: id,
+    endpoint: ctx.proxy.endpoint,
+    table,
+    probeTable,
+    rttSamples: ctx.rttSamples,
+    callers,
+    holdMs,
+    leaseMs: ctx.leaseMs,
+  });
   const { rttMs } = await worker.next('ready');
   const before = await ctx.proxy.counts();
   const startAt = wall() + 100;
@@ -74,7 +90,13 @@ async function segment(ctx, id, r, { durationMs, callers, holdMs }) {
 async function work(config, io) {
   const client = makeClient(config.endpoint);
   const rttMs = await measureRtt(makeClient(config.endpoint), config.probeTable, { samples: config.rttSamples });
-  const lock = await openSystem(config.system, { client, table: config.table, owner: `s2-${config.system}-${process.pid}`, leaseMs: config.leaseMs, heartbeatMs: Math.round(config.leaseMs / 3) });
+  const lock = await openSystem(config.system, {
+    client,
+    table: config.table,
+    owner: `s2-${config.system}-${process.pid}`,
+    leaseMs: config.leaseMs,
+    heartbeatMs: Math.round(config.leaseMs / 3),
+  });
   await (await lock.acquire('warm-up')).release();
   await io.send('ready', { rttMs });
   const { startAt, endAt } = await io.next('go');
@@ -123,7 +145,14 @@ async function work(config, io) {
     if (ticket < highest) fifoInversions++;
     highest = Math.max(highest, ticket);
   }
-  await io.send('done', { acquisitions: grants.length, spanMs: (lastGrantAt ?? 0) - (firstGrantAt ?? 0), handovers, fifoInversions, overlaps, warnings: lock.warnings.slice(0, 5) });
+  await io.send('done', {
+    acquisitions: grants.length,
+    spanMs: (lastGrantAt ?? 0) - (firstGrantAt ?? 0),
+    handovers,
+    fifoInversions,
+    overlaps,
+    warnings: lock.warnings.slice(0, 5),
+  });
 }
 
 if (isMain(import.meta.url)) workerMain(work);

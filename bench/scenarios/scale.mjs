@@ -22,7 +22,11 @@ export async function run(ctx, { systems, n, windowMs, otherWindowMs = windowMs,
     const table = ctx.table(`s6-${id}`);
     await createTable(ctx.admin, id, table);
     const window = id === 'ours' ? windowMs : otherWindowMs;
-    const worker = forkWorker(import.meta.url, { role: 's6', system: id, endpoint: ctx.proxy.endpoint, table, n, windowMs: window, leaseMs, heartbeatMs }, { execArgv: ['--expose-gc'] });
+    const worker = forkWorker(
+      import.meta.url,
+      { role: 's6', system: id, endpoint: ctx.proxy.endpoint, table, n, windowMs: window, leaseMs, heartbeatMs },
+      { execArgv: ['--expose-gc'] },
+    );
     const acquired = await worker.next('acquired', 600_000);
     const before = await ctx.proxy.counts();
     worker.send('window');
@@ -63,10 +67,14 @@ function trackTimers() {
   const { setTimeout: st, setInterval: si, clearTimeout: ct, clearInterval: ci } = globalThis;
   const custom = Object.getOwnPropertySymbols(st).map((sym) => [sym, st[sym]]);
   globalThis.setTimeout = function setTimeout(fn, ms, ...args) {
-    const timer = st((...a) => {
-      live.delete(timer);
-      fn(...a);
-    }, ms, ...args);
+    const timer = st(
+      (...a) => {
+        live.delete(timer);
+        fn(...a);
+      },
+      ms,
+      ...args,
+    );
     live.add(timer);
     return timer;
   };
@@ -103,7 +111,13 @@ async function work(config, io) {
     },
     { step: 'initialize', name: 'benchInFlight' },
   );
-  const lock = await openSystem(config.system, { client, table: config.table, owner: `s6-${config.system}`, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs });
+  const lock = await openSystem(config.system, {
+    client,
+    table: config.table,
+    owner: `s6-${config.system}`,
+    leaseMs: config.leaseMs,
+    heartbeatMs: config.heartbeatMs,
+  });
   // Warm the code paths and connections first, so the heap delta is the locks' own.
   await pool(64, 64, async (i) => (await lock.acquire(`warm-${i}`)).release());
   const idleTimers = timers();

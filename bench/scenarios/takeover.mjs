@@ -95,7 +95,13 @@ async function work(config, io) {
   if (config.role === 'holder') {
     const rttMs = await measureRtt(makeClient(config.endpoint), config.probeTable, { samples: config.rttSamples });
     watchWrites(client, (sentAt) => void io.send('beat', { sentAt }), wall);
-    const lock = await openSystem(config.system, { client, table: config.table, owner, leaseMs: config.leaseMs, heartbeatMs: Math.round(config.leaseMs / 3) });
+    const lock = await openSystem(config.system, {
+      client,
+      table: config.table,
+      owner,
+      leaseMs: config.leaseMs,
+      heartbeatMs: Math.round(config.leaseMs / 3),
+    });
     process.on('SIGTERM', () => {
       // Graceful shutdown: what an app's shutdown hook does with its lock client.
       lock.close().finally(() => process.exit(0));
@@ -104,7 +110,13 @@ async function work(config, io) {
     await io.send('acquired', { rttMs });
     await new Promise(() => {}); // hold until killed
   }
-  const lock = await openSystem(config.system, { client, table: config.table, owner, leaseMs: config.leaseMs, heartbeatMs: Math.round(config.leaseMs / 3) });
+  const lock = await openSystem(config.system, {
+    client,
+    table: config.table,
+    owner,
+    leaseMs: config.leaseMs,
+    heartbeatMs: Math.round(config.leaseMs / 3),
+  });
   await io.next('start');
   const acquiring = lock.acquire('hot');
   await io.send('waiting');

@@ -14,7 +14,15 @@ export async function run(ctx, { rounds, cycles }) {
   const ORDER = ['baseline', ...ctx.locks];
   const tables = Object.fromEntries(ORDER.map((id) => [id, ctx.table(`s1-${id}`)]));
   await Promise.all(ORDER.map((id) => createTable(ctx.admin, id, tables[id])));
-  const worker = forkWorker(import.meta.url, { role: 's1', order: ORDER, endpoint: ctx.proxy.endpoint, tables, rounds, cycles, leaseMs: ctx.leaseMs });
+  const worker = forkWorker(import.meta.url, {
+    role: 's1',
+    order: ORDER,
+    endpoint: ctx.proxy.endpoint,
+    tables,
+    rounds,
+    cycles,
+    leaseMs: ctx.leaseMs,
+  });
   await worker.next('warm');
   const before = await ctx.proxy.counts();
   worker.send('go');
@@ -49,7 +57,15 @@ async function work(config, io) {
   const shared = makeClient(config.endpoint);
   for (const id of ORDER) {
     const client = id === 'baseline' || id === 'ours' ? shared : makeClient(config.endpoint);
-    systems[id] = { lock: await openSystem(id, { client, table: config.tables[id], owner: `s1-${id}`, leaseMs: config.leaseMs, heartbeatMs: Math.round(config.leaseMs / 3) }) };
+    systems[id] = {
+      lock: await openSystem(id, {
+        client,
+        table: config.tables[id],
+        owner: `s1-${id}`,
+        leaseMs: config.leaseMs,
+        heartbeatMs: Math.round(config.leaseMs / 3),
+      }),
+    };
   }
   const cycle = async (id, key) => {
     const t = performance.now();

@@ -9,9 +9,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  * env credentials win when set (an external server behind DYNAMODB_ENDPOINT).
  */
 export function makeClient(endpoint, config = {}) {
-  const credentials = process.env.AWS_ACCESS_KEY_ID
-    ? undefined
-    : { accessKeyId: 'bench', secretAccessKey: 'bench' };
+  const credentials = process.env.AWS_ACCESS_KEY_ID ? undefined : { accessKeyId: 'bench', secretAccessKey: 'bench' };
   return new DynamoDBClient({
     endpoint,
     region: process.env.AWS_REGION ?? 'us-east-1',

@@ -104,7 +104,9 @@ function serve(upstream) {
     req.on('data', (chunk) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      let op = String(req.headers['x-amz-target'] ?? 'unknown').split('.').pop();
+      let op = String(req.headers['x-amz-target'] ?? 'unknown')
+        .split('.')
+        .pop();
       let table = '(none)';
       try {
         const parsed = JSON.parse(body.toString('utf8') || '{}');
@@ -114,7 +116,15 @@ function serve(upstream) {
         // not JSON: count under (none)
       }
       const upstreamReq = transport.request(
-        { protocol: target.protocol, hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent },
+        {
+          protocol: target.protocol,
+          hostname: target.hostname,
+          port: target.port,
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+          agent,
+        },
         (upstreamRes) => {
           const status = upstreamRes.statusCode ?? 0;
           res.writeHead(status, upstreamRes.headers);
@@ -130,7 +140,9 @@ function serve(upstream) {
             const text = Buffer.concat(parts);
             let type = `HTTP ${status}`;
             try {
-              type = String(JSON.parse(text.toString('utf8')).__type ?? type).split('#').pop();
+              type = String(JSON.parse(text.toString('utf8')).__type ?? type)
+                .split('#')
+                .pop();
             } catch {
               // keep HTTP status
             }

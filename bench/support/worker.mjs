@@ -31,7 +31,8 @@ export function forkWorker(file, config, { execArgv = [] } = {}) {
       children.delete(child);
       exit = { code, signal };
       resolve(exit);
-      for (const w of waiting.splice(0)) w.reject(new Error(`${label()} exited (${signal ?? code}) while waiting for '${w.type}'${failure && `: ${failure}`}`));
+      for (const w of waiting.splice(0))
+        w.reject(new Error(`${label()} exited (${signal ?? code}) while waiting for '${w.type}'${failure && `: ${failure}`}`));
     }),
   );
   const label = () => `worker ${config.role ?? ''} ${config.system ?? ''} (pid ${child.pid})`.replace(/\s+/g, ' ');
@@ -52,7 +53,8 @@ export function forkWorker(file, config, { execArgv = [] } = {}) {
     next(type, timeoutMs = 120_000) {
       const i = inbox.findIndex((m) => m.type === type);
       if (i >= 0) return Promise.resolve(inbox.splice(i, 1)[0]);
-      if (exit) return Promise.reject(new Error(`${label()} exited (${exit.signal ?? exit.code}) before '${type}'${failure && `: ${failure}`}`));
+      if (exit)
+        return Promise.reject(new Error(`${label()} exited (${exit.signal ?? exit.code}) before '${type}'${failure && `: ${failure}`}`));
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`${label()}: no '${type}' within ${timeoutMs} ms`)), timeoutMs);
         waiting.push({
@@ -115,4 +117,3 @@ export function workerMain(handler) {
     },
   );
 }
-

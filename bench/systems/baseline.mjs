@@ -6,7 +6,6 @@
 import { randomUUID } from 'node:crypto';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 
-
 export function open({ client, table, owner, leaseMs, keyAttribute }) {
   const names = { '#t': 'token', '#o': 'owner', '#l': 'leaseMs' };
   return {

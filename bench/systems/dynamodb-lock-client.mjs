@@ -16,7 +16,6 @@ import { DynamoDBDocument } from '@aws-sdk/lib-dynamodb';
 
 const { FailOpen } = createRequire(import.meta.url)('dynamodb-lock-client');
 
-
 export function open({ client, table, owner, leaseMs, heartbeatMs, keyAttribute }) {
   const doc = DynamoDBDocument.from(client);
   let closed = false;

@@ -1,7 +1,6 @@
 /** nestjs-dynamo-lock, as built in dist/ (the library's public API only). */
 import { LockManager } from '../../dist/index.js';
 
-
 export function open({ client, table, owner, leaseMs, heartbeatMs }) {
   const warnings = [];
   const keep = (message) => warnings.length < 20 && warnings.push(String(message));

@@ -19,7 +19,13 @@ export function open({ client, table, owner, leaseMs, heartbeatMs, keyAttribute 
     held.delete(lock);
     try {
       await client.send(
-        new DeleteItemCommand({ TableName: table, Key: key(lock.key), ConditionExpression: '#t = :t', ExpressionAttributeNames: { '#t': 'token' }, ExpressionAttributeValues: { ':t': { S: lock.token } } }),
+        new DeleteItemCommand({
+          TableName: table,
+          Key: key(lock.key),
+          ConditionExpression: '#t = :t',
+          ExpressionAttributeNames: { '#t': 'token' },
+          ExpressionAttributeValues: { ':t': { S: lock.token } },
+        }),
       );
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;

@@ -152,7 +152,10 @@ export class FaultProxy {
   async handle(req, res) {
     const body = await readAll(req).catch(() => undefined);
     if (body === undefined) return;
-    const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() || req.method;
+    const operation =
+      String(req.headers['x-amz-target'] ?? '')
+        .split('.')
+        .pop() || req.method;
     this.stats.requests++;
     this.stats.byOperation[operation] = (this.stats.byOperation[operation] ?? 0) + 1;
 
@@ -170,7 +173,12 @@ export class FaultProxy {
       case 'reset':
         return resetSocket(req.socket);
       case 'provisionedThroughput':
-        return sendError(res, 400, 'ProvisionedThroughputExceededException', 'The level of configured provisioned throughput for the table was exceeded (injected)');
+        return sendError(
+          res,
+          400,
+          'ProvisionedThroughputExceededException',
+          'The level of configured provisioned throughput for the table was exceeded (injected)',
+        );
       case 'throttling':
         return sendError(res, 400, 'ThrottlingException', 'Rate of requests exceeds the allowed throughput (injected)');
       case 'http503':
@@ -276,7 +284,7 @@ export class FaultProxy {
     const token = /":token"\s*:\s*\{\s*"S"\s*:\s*"([^"]+)"/.exec(text)?.[1];
     this.tokens ??= new Map();
     if (marker && token && !this.tokens.has(token)) this.tokens.set(token, marker);
-    return marker ?? (token ? this.tokens.get(token) ?? `token:${token.slice(0, 6)}` : undefined);
+    return marker ?? (token ? (this.tokens.get(token) ?? `token:${token.slice(0, 6)}`) : undefined);
   }
 
   traceEntry(req, body, operation, fault) {

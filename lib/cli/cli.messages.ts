@@ -81,7 +81,11 @@ export const RELEASE_FAILED = (name: string, error: unknown) =>
 
 export const CANNOT_RUN = (command: string, error: NodeJS.ErrnoException) =>
   `cannot run ${quote(command)}: ${
-    error.code === 'ENOENT' ? 'command not found' : error.code === 'EACCES' ? 'permission denied (not an executable file?)' : oneLine(error.message)
+    error.code === 'ENOENT'
+      ? 'command not found'
+      : error.code === 'EACCES'
+        ? 'permission denied (not an executable file?)'
+        : oneLine(error.message)
   }.`;
 
 // ---- Table commands ----

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { CommanderError } from 'commander';
 import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../errors/lock.errors';
 import {
@@ -27,7 +28,17 @@ export interface ErrorOutcome {
   message: string | undefined;
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'ECONNABORTED',
+]);
 
 interface ErrorShape {
   name?: unknown;
@@ -54,7 +65,7 @@ export function reportError(error: unknown, io: CliIo, debug: boolean, context: 
   if (message !== undefined) io.err(`${PROGRAM}: ${oneLine(message)}`);
   if (debug && !(error instanceof CommanderError)) {
     for (let cause: unknown = error; cause !== undefined; cause = cause instanceof Error ? cause.cause : undefined) {
-      io.err(cause instanceof Error && cause.stack ? cause.stack : String(cause));
+      io.err(cause instanceof Error && cause.stack ? cause.stack : inspect(cause));
     }
   }
   return exitCode;

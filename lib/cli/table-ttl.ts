@@ -13,7 +13,8 @@ export async function describeTtl(client: DynamoDBClient, tableName: string): Pr
     const output = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
     return output.TimeToLiveDescription?.TimeToLiveStatus ?? 'DISABLED';
   } catch (error) {
-    if (error instanceof Error && /UnknownOperation|not supported|UnrecognizedClient/i.test(`${error.name} ${error.message}`)) return undefined;
+    if (error instanceof Error && /UnknownOperation|not supported|UnrecognizedClient/i.test(`${error.name} ${error.message}`))
+      return undefined;
     throw error;
   }
 }

@@ -28,7 +28,8 @@ export interface LockRequest {
 export async function waitForLock(session: Session, request: LockRequest): Promise<Lock> {
   const { manager } = session;
   const willWait = request.wait !== false;
-  const progress = willWait && session.showProgress ? new WaitProgress(session.io, request.name, () => manager.inspect(request.name)) : undefined;
+  const progress =
+    willWait && session.showProgress ? new WaitProgress(session.io, request.name, () => manager.inspect(request.name)) : undefined;
   session.logger.debug(ACQUIRING(request.name, request.wait, request.leaseMs));
   try {
     if (willWait) {

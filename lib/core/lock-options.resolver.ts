@@ -45,8 +45,12 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     throw new LockConfigurationError(INVALID_OPTION('tableName', 'a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)', tableName));
   }
   const leaseMs = asConfigError(() => parseDuration(options.leaseDuration ?? DEFAULTS.leaseDuration, 'leaseDuration'));
-  const heartbeatMs = options.heartbeatInterval === undefined ? undefined : asConfigError(() => parseDuration(options.heartbeatInterval, 'heartbeatInterval'));
-  if (heartbeatMs !== undefined && heartbeatMs >= leaseMs) throw new LockConfigurationError(HEARTBEAT_NOT_BELOW_LEASE(heartbeatMs, leaseMs));
+  const heartbeatMs =
+    options.heartbeatInterval === undefined
+      ? undefined
+      : asConfigError(() => parseDuration(options.heartbeatInterval, 'heartbeatInterval'));
+  if (heartbeatMs !== undefined && heartbeatMs >= leaseMs)
+    throw new LockConfigurationError(HEARTBEAT_NOT_BELOW_LEASE(heartbeatMs, leaseMs));
   const ttlDays = options.ttlDays ?? DEFAULTS.ttlDays;
   if (typeof ttlDays !== 'number' || !Number.isFinite(ttlDays) || ttlDays < 0) {
     throw new LockConfigurationError(INVALID_OPTION('ttlDays', 'a number of days, 0 or more', ttlDays));

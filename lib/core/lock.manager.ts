@@ -69,7 +69,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
     this.store =
-      options.store ?? new LockStore(this.client, { tableName: this.options.tableName, ttlDays: this.options.ttlDays, logger: this.options.logger });
+      options.store ??
+      new LockStore(this.client, { tableName: this.options.tableName, ttlDays: this.options.ttlDays, logger: this.options.logger });
   }
 
   /**
@@ -247,7 +248,14 @@ export class LockManager implements LockHost, AcquisitionHost {
     // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
     if (handing) slot.polling = true;
     const released = (handedOver: boolean) =>
-      this.emit({ type: 'released', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs), handedOver });
+      this.emit({
+        type: 'released',
+        key: lock.key,
+        owner: lock.owner,
+        fencingToken: lock.fencingToken,
+        heldMs: Math.round(heldMs),
+        handedOver,
+      });
     return this.serial(lease, async () => {
       const next = handing ? this.nextWaiter(slot) : undefined;
       if (next) {
@@ -336,7 +344,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   }
 
   /** Settles a waiter once, with a lock or an error, and takes it out of the queue. */
-  private settle(waiter: Waiter, outcome: Lock | unknown): void {
+  private settle(waiter: Waiter, outcome: unknown): void {
     if (waiter.settled) return;
     waiter.settled = true;
     const slot = this.slots.get(waiter.storedKey);
@@ -554,7 +562,14 @@ export class LockManager implements LockHost, AcquisitionHost {
           : LOCK_GONE(key);
     const error = new LockLostError(message, key, reason, cause === undefined ? undefined : { cause });
     this.options.logger.warn?.(message);
-    this.emit({ type: 'lost', key, owner: this.options.ownerName, fencingToken: lease.lock.fencingToken, heldMs: Math.round(monotonicNow() - lease.acquiredAt), reason });
+    this.emit({
+      type: 'lost',
+      key,
+      owner: this.options.ownerName,
+      fencingToken: lease.lock.fencingToken,
+      heldMs: Math.round(monotonicNow() - lease.acquiredAt),
+      reason,
+    });
     lease.controller.abort(error);
     if (slot?.holder === lease) {
       slot.holder = undefined;

@@ -32,10 +32,7 @@ export interface AcquisitionHost {
 
 const VIA: Record<AcquireCondition['kind'], AcquiredVia> = { free: 'free', head: 'queue-head', takeover: 'takeover', handover: 'handover' };
 
-type Step =
-  | { kind: 'write'; condition: AcquireCondition; queuedAt?: number }
-  | { kind: 'enqueue' }
-  | { kind: 'wait' };
+type Step = { kind: 'write'; condition: AcquireCondition; queuedAt?: number } | { kind: 'enqueue' } | { kind: 'wait' };
 
 /**
  * Takes a lock from DynamoDB for one waiter: the head of this process's local queue.
@@ -107,7 +104,8 @@ export class RemoteAcquisition {
           ? host.store.enqueue(writeOf(waiter))
           : host.store.acquire({ ...writeOf(waiter), condition: step.condition, queuedAt: step.queuedAt }),
       );
-      if (result && step.kind === 'write' && step.condition.kind === 'handover') host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
+      if (result && step.kind === 'write' && step.condition.kind === 'handover')
+        host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
       if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt, VIA[step.condition.kind]);
       // Servers that do not return the blocking item (dynalite) need a read.
       if (result && !result.ok && !result.current) await this.read();
@@ -134,7 +132,11 @@ export class RemoteAcquisition {
     const now = monotonicNow();
     if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
       // The record did not change for a whole lease: its holder (or the queue's head) is gone.
-      return { kind: 'write', condition: { kind: 'takeover', rvn: this.observed.rvn, holder: this.observed.holder }, queuedAt: this.queuedAt };
+      return {
+        kind: 'write',
+        condition: { kind: 'takeover', rvn: this.observed.rvn, holder: this.observed.holder },
+        queuedAt: this.queuedAt,
+      };
     }
     if (current.token && this.host.history.isOrphan(waiter.storedKey, current.token)) {
       // Our own token that no caller holds (a failed release, an abandoned waiter): take it over now.

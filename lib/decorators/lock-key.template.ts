@@ -84,10 +84,9 @@ export class LockKeyTemplate {
     if (value instanceof Date) {
       if (Number.isNaN(value.getTime())) throw new LockValidationError(TEMPLATE_VALUE_INVALID_DATE(this.where, this.template, part.source));
       text = value.toISOString();
-    }
-    else if (typeof value === 'object' || typeof value === 'function' || typeof value === 'symbol') {
-      throw new LockValidationError(TEMPLATE_VALUE_OBJECT(this.where, this.template, part.source));
-    } else text = String(value);
+    } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') {
+      text = String(value);
+    } else throw new LockValidationError(TEMPLATE_VALUE_OBJECT(this.where, this.template, part.source));
     if (text.length === 0) throw new LockValidationError(TEMPLATE_VALUE_EMPTY(this.where, this.template, part.source));
     return text;
   }

@@ -48,7 +48,7 @@ export function WithLock(template: string, options: WithLockOptions = {}): Metho
     const where = `${className}.${String(propertyKey)}`;
     if (typeof target === 'function') throw new LockValidationError(STATIC_METHOD(where));
     const original = descriptor.value as unknown as Method;
-    const paramTypes: unknown[] | undefined = Reflect.getMetadata('design:paramtypes', target, propertyKey);
+    const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     const keyTemplate = new LockKeyTemplate(template, where, paramTypes?.length ?? original.length);
     const plan = planOf(options);
     const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
@@ -62,15 +62,15 @@ export function WithLock(template: string, options: WithLockOptions = {}): Metho
         };
         if (returnsObservable) return lockedObservable(run);
         // An Observable returned by a method not declared to return one: release when it ends.
-        return run().then(({ value, release }) => (release && isObservable(value) ? value.pipe(finalize(release)) : value));
+        return run().then(({ value, release }) => (release && isObservable(value) ? value.pipe(finalize(() => void release())) : value));
       },
-    }[propertyKey as string] as Method;
+    }[propertyKey as string];
     Object.defineProperty(wrapper, 'length', { value: original.length });
     copyMetadata(original, wrapper);
     descriptor.value = wrapper as never;
 
     injectLockService(target);
-    const methods: string[] = Reflect.getMetadata(WITH_LOCK_METHODS, target.constructor) ?? [];
+    const methods = (Reflect.getMetadata(WITH_LOCK_METHODS, target.constructor) as string[] | undefined) ?? [];
     Reflect.defineMetadata(WITH_LOCK_METHODS, [...methods, String(propertyKey)], target.constructor);
     return descriptor;
   };
@@ -88,7 +88,8 @@ function planOf(options: WithLockOptions): Plan {
   const skip = onBusy === 'skip';
   return {
     skip,
-    holdAtLeastMs: holdAtLeast === undefined ? (skip ? DEFAULT_SKIP_HOLD_MS : 0) : holdAtLeast === 0 ? 0 : parseDuration(holdAtLeast, 'holdAtLeast'),
+    holdAtLeastMs:
+      holdAtLeast === undefined ? (skip ? DEFAULT_SKIP_HOLD_MS : 0) : holdAtLeast === 0 ? 0 : parseDuration(holdAtLeast, 'holdAtLeast'),
     acquire: { ...acquire, wait: acquire.wait ?? (skip ? false : undefined) },
     data,
   };

@@ -18,7 +18,7 @@ export class WithLockExplorer implements OnModuleInit {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance: unknown = wrapper.instance;
       if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
-      const methods: string[] | undefined = Reflect.getMetadata(WITH_LOCK_METHODS, instance.constructor);
+      const methods = Reflect.getMetadata(WITH_LOCK_METHODS, instance.constructor) as string[] | undefined;
       if (!methods?.length) continue;
       if (!(instance as Record<symbol, unknown>)[LOCK_SERVICE_PROPERTY]) {
         throw new LockConfigurationError(LOCK_SERVICE_MISSING(instance.constructor.name, methods[0]));

@@ -10,8 +10,7 @@ export const INVALID_DURATION = (name: string, value: unknown, reason?: string) 
 
 export const EMPTY_KEY = () => `Lock key must be a non-empty string.`;
 
-export const KEY_NOT_STRING = (value: unknown) =>
-  `Lock key must be a string; got ${describe(value)}.`;
+export const KEY_NOT_STRING = (value: unknown) => `Lock key must be a string; got ${describe(value)}.`;
 
 export const KEY_NOT_WELL_FORMED = (key: string) =>
   `Lock key "${truncate(key.toWellFormed())}" contains a lone UTF-16 surrogate; it would be stored as U+FFFD and collide with other keys. Build keys from well-formed text.`;
@@ -56,19 +55,19 @@ export const LOCK_BUSY = (key: string, holder: string | undefined, fencingToken:
 export const LOCK_TAKEN = (key: string, holder: string | undefined) =>
   `Lock "${key}" was lost: it is now held by ${holder ? `"${holder}"` : 'another owner'}, who took it over after this holder's lease ran out without a heartbeat.`;
 
-export const LOCK_GONE = (key: string) =>
-  `Lock "${key}" was lost: its record was released or deleted by someone else.`;
+export const LOCK_GONE = (key: string) => `Lock "${key}" was lost: its record was released or deleted by someone else.`;
 
 export const LOCK_EXPIRED = (key: string, overdueMs: number, cause?: unknown) =>
   `Lock "${key}" was lost: its lease ran out ${overdueMs} ms ago on the local clock without a successful heartbeat${
-    cause ? ` (last heartbeat failed: ${errorText(cause)}; DynamoDB may be unreachable)` : ' (the process was paused or its event loop blocked for longer than the lease)'
+    cause
+      ? ` (last heartbeat failed: ${errorText(cause)}; DynamoDB may be unreachable)`
+      : ' (the process was paused or its event loop blocked for longer than the lease)'
   }. Another owner may hold it now; stop work protected by it.`;
 
 export const RELEASED_AT_SHUTDOWN = (key: string) =>
   `Lock "${key}" was released because the lock service is shutting down; stop work protected by it.`;
 
-export const NOT_HELD_FOR_EXTEND = (key: string) =>
-  `Cannot extend lock "${key}": this handle no longer holds it.`;
+export const NOT_HELD_FOR_EXTEND = (key: string) => `Cannot extend lock "${key}": this handle no longer holds it.`;
 
 export const RELEASE_NOT_HELD = (key: string) =>
   `Release of lock "${key}" did nothing: this handle no longer held it (it expired or was taken over).`;
@@ -154,7 +153,8 @@ export const TEMPLATE_VALUE_OBJECT = (where: string, template: string, placehold
 export const TEMPLATE_VALUE_EMPTY = (where: string, template: string, placeholder: string) =>
   `@WithLock('${template}') on ${where}: ${placeholder} is an empty string in this call, so the key would not identify anything.`;
 
-export const STATIC_METHOD = (where: string) => `@WithLock on ${where}: static methods are not supported; decorate an instance method of a provider or controller.`;
+export const STATIC_METHOD = (where: string) =>
+  `@WithLock on ${where}: static methods are not supported; decorate an instance method of a provider or controller.`;
 
 export const LOCK_SERVICE_MISSING = (className: string, method?: string) =>
   `${className}${method ? `.${method}` : ''} uses @WithLock, but no LockService is available to it. Import DynamoLockModule.forRoot() (or forRootAsync()) in your root module (it is global unless isGlobal: false; then import it in ${className}'s module), and let Nest create ${className} (do not construct it with new).`;

@@ -36,12 +36,20 @@ export class LockInterceptor implements NestInterceptor {
         if (!(error instanceof LockBusyError) || context.getType() !== 'http') return throwError(() => error);
         const lease = error.holder?.leaseDuration;
         if (lease) {
-          const response = context.switchToHttp().getResponse<{ setHeader?: (name: string, value: string) => void; header?: (name: string, value: string) => void }>();
+          const response = context
+            .switchToHttp()
+            .getResponse<{ setHeader?: (name: string, value: string) => void; header?: (name: string, value: string) => void }>();
           const value = String(Math.max(1, Math.ceil(lease / 1000)));
           if (typeof response.setHeader === 'function') response.setHeader('Retry-After', value);
           else response.header?.('Retry-After', value);
         }
-        const body: LockConflictBody = { statusCode: 409, error: 'Conflict', message: error.message, resource: error.key, holder: error.holder?.owner };
+        const body: LockConflictBody = {
+          statusCode: 409,
+          error: 'Conflict',
+          message: error.message,
+          resource: error.key,
+          holder: error.holder?.owner,
+        };
         return throwError(() => new ConflictException(body));
       }),
     );

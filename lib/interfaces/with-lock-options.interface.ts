@@ -17,5 +17,6 @@ export interface WithLockOptions extends Omit<AcquireOptions, 'signal' | 'data'>
    */
   holdAtLeast?: Duration;
   /** Data stored with the lock: a value, or a function of the method's arguments. */
+  // eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- the function form is the documented one
   data?: unknown | ((...args: never[]) => unknown);
 }

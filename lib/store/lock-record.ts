@@ -41,9 +41,7 @@ export const ATTR = {
 } as const;
 
 /** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key`, ... */
-export const ATTRIBUTE_NAMES: Record<string, string> = Object.fromEntries(
-  Object.entries(ATTR).map(([alias, name]) => [`#${alias}`, name]),
-);
+export const ATTRIBUTE_NAMES: Record<string, string> = Object.fromEntries(Object.entries(ATTR).map(([alias, name]) => [`#${alias}`, name]));
 
 /** A lock item as read from DynamoDB. */
 export interface LockRecord {

@@ -98,7 +98,8 @@ async function waitUntilActive(client: DynamoDBClient, tableName: string): Promi
     const table = await describe(client, tableName);
     if (table?.TableStatus === 'ACTIVE') return table;
     const waited = Date.now() - started;
-    if (waited > ACTIVE_TIMEOUT_MS) throw new LockTableError(TABLE_NOT_ACTIVE(tableName, table?.TableStatus ?? 'missing', waited), tableName, 'not-active');
+    if (waited > ACTIVE_TIMEOUT_MS)
+      throw new LockTableError(TABLE_NOT_ACTIVE(tableName, table?.TableStatus ?? 'missing', waited), tableName, 'not-active');
     await sleep(delay);
   }
 }

@@ -1,10 +1,4 @@
-import {
-  type AttributeValue,
-  type DynamoDBClient,
-  GetItemCommand,
-  ScanCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, GetItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { randomToken } from '../utils/random-token';
 import type { LoggerService } from '@nestjs/common';
 import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-record';
@@ -249,7 +243,13 @@ export class LockStore implements LockStorePort {
         // A retry after a lost response finds its own released token; a token that promoted the
         // lock away finds another holder and changes nothing.
         condition: '#token = :token OR (#released = :token AND attribute_not_exists(#token))',
-        values: { ':token': { S: token }, ':rvn': { S: randomToken() }, ':now': { N: String(now) }, ':tokenSet': { SS: [token] }, ...heldValue(heldMs) },
+        values: {
+          ':token': { S: token },
+          ':rvn': { S: randomToken() },
+          ':now': { N: String(now) },
+          ':tokenSet': { SS: [token] },
+          ...heldValue(heldMs),
+        },
       },
       leaseMs,
       now,

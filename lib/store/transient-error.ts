@@ -13,7 +13,16 @@ const TRANSIENT_NAMES = new Set([
   'RequestTimeoutException',
 ]);
 
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'ECONNABORTED', 'EHOSTUNREACH']);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+]);
 
 interface ErrorShape {
   name?: unknown;
@@ -38,6 +47,8 @@ export function isTransientError(error: unknown): boolean {
 }
 
 /** Whether a DynamoDB error is a failed condition check. */
-export function isConditionFailure(error: unknown): error is Error & { Item?: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> } {
+export function isConditionFailure(
+  error: unknown,
+): error is Error & { Item?: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> } {
   return error instanceof Error && error.name === 'ConditionalCheckFailedException';
 }

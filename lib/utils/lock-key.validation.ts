@@ -1,5 +1,12 @@
 import { LockValidationError } from '../errors/lock.errors';
-import { DATA_NOT_SERIALIZABLE, DATA_TOO_LARGE, EMPTY_KEY, KEY_NOT_STRING, KEY_NOT_WELL_FORMED, KEY_TOO_LONG } from '../errors/lock.messages';
+import {
+  DATA_NOT_SERIALIZABLE,
+  DATA_TOO_LARGE,
+  EMPTY_KEY,
+  KEY_NOT_STRING,
+  KEY_NOT_WELL_FORMED,
+  KEY_TOO_LONG,
+} from '../errors/lock.messages';
 
 /** DynamoDB's limit on a partition key value, counted in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 2048;

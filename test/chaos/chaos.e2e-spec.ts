@@ -80,55 +80,51 @@ function argsFor(server: TestServer): string[] {
 }
 
 describeEachServer('chaos suite (short)', (server) => {
-  it(
-    'no violation under kills, pauses, lost and delayed responses, throttling, 5xx and clock skew; every fault really injected',
-    async () => {
-      const root = repoRoot();
-      const dir = mkdtempSync(path.join(tmpdir(), 'chaos-spec-'));
-      const json = path.join(dir, 'report.json');
-      let report: ChaosReport;
-      try {
-        const { code, stdout, stderr } = await runChaos(root, [...argsFor(server), '--json', json]);
-        if (code === 2) throw new Error(`chaos harness failed (exit 2):\n${stderr}\n${stdout}`);
-        tables.push(stdout.trim());
-        [report] = JSON.parse(readFileSync(json, 'utf8')) as ChaosReport[];
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
+  it('no violation under kills, pauses, lost and delayed responses, throttling, 5xx and clock skew; every fault really injected', async () => {
+    const root = repoRoot();
+    const dir = mkdtempSync(path.join(tmpdir(), 'chaos-spec-'));
+    const json = path.join(dir, 'report.json');
+    let report: ChaosReport;
+    try {
+      const { code, stdout, stderr } = await runChaos(root, [...argsFor(server), '--json', json]);
+      if (code === 2) throw new Error(`chaos harness failed (exit 2):\n${stderr}\n${stdout}`);
+      tables.push(stdout.trim());
+      [report] = JSON.parse(readFileSync(json, 'utf8')) as ChaosReport[];
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
 
-      // Every violation count is zero (with the examples the run recorded, if not) — but for known
-      // engine defects, which `chaos/scenario.mjs` lists with the spec that reproduces each.
-      const violated = Object.fromEntries(
-        Object.entries(report.violations)
-          .filter(([name, count]) => count > 0 && !(name in (report.knownDefects ?? {})))
-          .map(([name, count]) => [name, { count, examples: report.examples[name] }]),
-      );
-      expect(violated).toEqual({});
-      expect(report.ok).toBe(true);
+    // Every violation count is zero (with the examples the run recorded, if not) — but for known
+    // engine defects, which `chaos/scenario.mjs` lists with the spec that reproduces each.
+    const violated = Object.fromEntries(
+      Object.entries(report.violations)
+        .filter(([name, count]) => count > 0 && !(name in (report.knownDefects ?? {})))
+        .map(([name, count]) => [name, { count, examples: report.examples[name] }]),
+    );
+    expect(violated).toEqual({});
+    expect(report.ok).toBe(true);
 
-      // The faults really happened: each kind injected, processes killed and paused in their sections.
-      const missing = FAULT_KINDS.filter((kind) => !(report.counts.faults[kind] > 0));
-      expect(missing).toEqual([]);
-      expect(report.counts.kills).toBeGreaterThan(0);
-      expect(report.counts.pausesOfHolders).toBeGreaterThan(0);
-      expect(report.counts.pauseChecks).toBeGreaterThan(0);
-      expect(report.counts.pauseChecksAborted).toBe(report.counts.pauseChecks);
-      expect(report.counts.lostWriteResponses.total).toBeGreaterThan(0);
-      // ...and the locks were used under them, by skewed workers too.
-      expect(report.counts.acquisitions).toBeGreaterThan(20);
-      expect(report.counts.protectedWrites.accepted).toBeGreaterThan(report.counts.acquisitions);
-      expect(report.counts.groundTruthChecks).toBeGreaterThan(20);
-      for (const group of ['+10 min', '-10 min', 'none']) expect(report.counts.skew[group]?.acquisitions ?? 0).toBeGreaterThan(0);
-      // Liveness: after the faults stopped, every key was taken within one lease (+ poll).
-      expect(report.counts.liveness?.maxMs).toBeLessThanOrEqual(report.counts.liveness?.boundMs ?? 0);
-      expect(report.counts.liveness?.maxMs).toBeGreaterThanOrEqual(report.options.leaseMs - 50);
-      // Fencing works end to end: the holder frozen past its lease wrote once more after resuming,
-      // with its old token, and the resource rejected it.
-      expect(report.counts.liveness?.staleWritesExpected).toBeGreaterThan(0);
-      expect(report.counts.liveness?.staleWritesRejected).toBe(report.counts.liveness?.staleWritesExpected);
-    },
-    180_000,
-  );
+    // The faults really happened: each kind injected, processes killed and paused in their sections.
+    const missing = FAULT_KINDS.filter((kind) => !(report.counts.faults[kind] > 0));
+    expect(missing).toEqual([]);
+    expect(report.counts.kills).toBeGreaterThan(0);
+    expect(report.counts.pausesOfHolders).toBeGreaterThan(0);
+    expect(report.counts.pauseChecks).toBeGreaterThan(0);
+    expect(report.counts.pauseChecksAborted).toBe(report.counts.pauseChecks);
+    expect(report.counts.lostWriteResponses.total).toBeGreaterThan(0);
+    // ...and the locks were used under them, by skewed workers too.
+    expect(report.counts.acquisitions).toBeGreaterThan(20);
+    expect(report.counts.protectedWrites.accepted).toBeGreaterThan(report.counts.acquisitions);
+    expect(report.counts.groundTruthChecks).toBeGreaterThan(20);
+    for (const group of ['+10 min', '-10 min', 'none']) expect(report.counts.skew[group]?.acquisitions ?? 0).toBeGreaterThan(0);
+    // Liveness: after the faults stopped, every key was taken within one lease (+ poll).
+    expect(report.counts.liveness?.maxMs).toBeLessThanOrEqual(report.counts.liveness?.boundMs ?? 0);
+    expect(report.counts.liveness?.maxMs).toBeGreaterThanOrEqual(report.options.leaseMs - 50);
+    // Fencing works end to end: the holder frozen past its lease wrote once more after resuming,
+    // with its old token, and the resource rejected it.
+    expect(report.counts.liveness?.staleWritesExpected).toBeGreaterThan(0);
+    expect(report.counts.liveness?.staleWritesRejected).toBe(report.counts.liveness?.staleWritesExpected);
+  }, 180_000);
 });
 
 afterAll(() => {

@@ -35,7 +35,10 @@ function isValidationError(error: unknown): boolean {
 /** Strings that may contain lone surrogates, next to ordinary and astral characters. */
 const surrogateString = (maxLength: number) =>
   fc.string({
-    unit: fc.oneof(fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code)), fc.constantFrom('a', '-', 'é', '🙂')),
+    unit: fc.oneof(
+      fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code)),
+      fc.constantFrom('a', '-', 'é', '🙂'),
+    ),
     maxLength,
   });
 
@@ -51,7 +54,13 @@ const text = fc.oneof(
 const placeholder = fc.oneof(
   fc.nat({ max: 6 }).map((n) => `<${n}>`),
   fc
-    .tuple(fc.nat({ max: 6 }), fc.array(fc.constantFrom('id', 'a', 'customer', '$x', '_y', 'length', 'constructor', '__proto__', '1bad', ''), { minLength: 1, maxLength: 3 }))
+    .tuple(
+      fc.nat({ max: 6 }),
+      fc.array(fc.constantFrom('id', 'a', 'customer', '$x', '_y', 'length', 'constructor', '__proto__', '1bad', ''), {
+        minLength: 1,
+        maxLength: 3,
+      }),
+    )
     .map(([n, path]) => `<${n}.${path.join('.')}>`),
   fc.constantFrom('<x>', '< 0 >', '<-1>', '<0.>', '<.a>', '<0..a>', '<>', '<<0>>', '<0>>', '<<0>', '<00>', '<99999999999999999999>'),
 );
@@ -128,7 +137,9 @@ describe('key templates (properties)', () => {
       prefix: fc.string({ unit: 'binary', maxLength: 3 }).filter((s) => !/[<>]/.test(s)),
       suffix: fc.string({ unit: 'binary', maxLength: 3 }).filter((s) => !/[<>]/.test(s)),
       separators: fc.array(
-        fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }), fc.constantFrom('-', ':', '/', '2', 'D', '25', 'é')).filter((s) => !/[<>%]/.test(s)),
+        fc
+          .oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }), fc.constantFrom('-', ':', '/', '2', 'D', '25', 'é'))
+          .filter((s) => !/[<>%]/.test(s)),
         { minLength: k - 1, maxLength: k - 1 },
       ),
     }),
@@ -152,7 +163,8 @@ describe('key templates (properties)', () => {
         ),
         ({ t, a, b }) => {
           fc.pre(a.some((value, i) => value !== b[i]));
-          const source = t.prefix + t.order.map((arg, i) => `<${arg}>${i < t.separators.length ? t.separators[i] : ''}`).join('') + t.suffix;
+          const source =
+            t.prefix + t.order.map((arg, i) => `<${arg}>${i < t.separators.length ? t.separators[i] : ''}`).join('') + t.suffix;
           const compiled = new LockKeyTemplate(source, 'Chaos.method', t.k);
           const keys: string[] = [];
           const errors = [a, b].map((args) => thrownBy(() => keys.push(compiled.render(args))));
@@ -168,8 +180,39 @@ describe('key templates (properties)', () => {
 // ---- durations ----
 
 describe('durations (properties)', () => {
-  const unit = fc.constantFrom('ms', 'msec', 's', 'sec', 'secs', 'second', 'seconds', 'm', 'min', 'mins', 'minute', 'minutes', 'h', 'hr', 'hrs', 'hour', 'hours', 'd', 'day', 'days', 'x', 'constructor', 'toString', 'S', 'MS', 'Hours');
-  const number = fc.oneof(fc.nat().map(String), fc.tuple(fc.nat(), fc.nat()).map(([a, b]) => `${a}.${b}`), fc.constantFrom('0', '00', '1e3', '-5', '+5', '.5', '5.', '99999999999999999999999', '9'.repeat(400)));
+  const unit = fc.constantFrom(
+    'ms',
+    'msec',
+    's',
+    'sec',
+    'secs',
+    'second',
+    'seconds',
+    'm',
+    'min',
+    'mins',
+    'minute',
+    'minutes',
+    'h',
+    'hr',
+    'hrs',
+    'hour',
+    'hours',
+    'd',
+    'day',
+    'days',
+    'x',
+    'constructor',
+    'toString',
+    'S',
+    'MS',
+    'Hours',
+  );
+  const number = fc.oneof(
+    fc.nat().map(String),
+    fc.tuple(fc.nat(), fc.nat()).map(([a, b]) => `${a}.${b}`),
+    fc.constantFrom('0', '00', '1e3', '-5', '+5', '.5', '5.', '99999999999999999999999', '9'.repeat(400)),
+  );
   const space = fc.constantFrom('', ' ', '  ', '\t', '\n');
   const durationText = fc.array(fc.tuple(space, number, space, unit), { minLength: 1, maxLength: 4 }).map((parts) => parts.flat().join(''));
   const anyInput = fc.oneof(
@@ -178,7 +221,20 @@ describe('durations (properties)', () => {
     fc.string({ unit: 'binary', maxLength: 12 }),
     fc.double(),
     fc.integer(),
-    fc.constantFrom(0, -0, -1, 0.4, 0.5, 1e-320, MAX_DURATION_MS, MAX_DURATION_MS + 0.4, MAX_DURATION_MS + 0.5, Number.MAX_VALUE, Number.NaN, Number.POSITIVE_INFINITY),
+    fc.constantFrom(
+      0,
+      -0,
+      -1,
+      0.4,
+      0.5,
+      1e-320,
+      MAX_DURATION_MS,
+      MAX_DURATION_MS + 0.4,
+      MAX_DURATION_MS + 0.5,
+      Number.MAX_VALUE,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+    ),
     fc.anything(),
   );
 
@@ -364,7 +420,10 @@ describe('edge cases found by the property tests (regressions)', () => {
     const rejected = thrownBy(() => (compiled = new LockKeyTemplate('<0>\uD800\uDBFF<1>', 'Chaos.method', 2)));
     if (rejected !== undefined) return expect(isValidationError(rejected)).toBe(true);
     const keys: unknown[] = [];
-    const errors = [['\uD800', 'x'], ['\uDBFF', 'x']].map((args) => thrownBy(() => keys.push(compiled!.render(args))));
+    const errors = [
+      ['\uD800', 'x'],
+      ['\uDBFF', 'x'],
+    ].map((args) => thrownBy(() => keys.push(compiled!.render(args))));
     if (errors.every((error) => error !== undefined)) return expect(errors.every(isValidationError)).toBe(true);
     expect(keys[0]).not.toBe(keys[1]);
   });

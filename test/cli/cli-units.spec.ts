@@ -70,10 +70,12 @@ describe('duration options', () => {
     expect((error as UsageError).exitCode).toBe(ExitCode.usage);
     expect((error as Error).message).toMatch(/^--wait: /);
     expect((error as Error).message).toMatch(reason);
-    expect((error as Error).message).toContain("Accepted forms: a number with a unit, e.g. '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d'");
+    expect((error as Error).message).toContain(
+      "Accepted forms: a number with a unit, e.g. '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d'",
+    );
   });
 
-  it('maps --wait and --no-wait to the engine\'s wait', () => {
+  it("maps --wait and --no-wait to the engine's wait", () => {
     expect(parseWaitOption(undefined)).toBe(true);
     expect(parseWaitOption(false)).toBe(false);
     expect(parseWaitOption('30s')).toBe(30_000);
@@ -95,7 +97,9 @@ describe('lease ids that begin with "-"', () => {
   const argv = (...args: string[]) => ['node', 'main.js', ...args];
 
   it('are moved behind "--" for renew and release', () => {
-    expect(protectLeaseIds(argv('release', 'deploy', '-hQ3xAAAAAAAAAAAAAAAAA'), program)).toEqual(argv('release', 'deploy', '--', '-hQ3xAAAAAAAAAAAAAAAAA'));
+    expect(protectLeaseIds(argv('release', 'deploy', '-hQ3xAAAAAAAAAAAAAAAAA'), program)).toEqual(
+      argv('release', 'deploy', '--', '-hQ3xAAAAAAAAAAAAAAAAA'),
+    );
     expect(protectLeaseIds(argv('--quiet', 'renew', 'deploy', '--zAAAAAAAAAAAAAAAAAAA', '-l', '5m'), program)).toEqual(
       argv('--quiet', 'renew', 'deploy', '-l', '5m', '--', '--zAAAAAAAAAAAAAAAAAAA'),
     );
@@ -131,14 +135,26 @@ describe('output', () => {
   });
 
   it('aligns table columns and escapes control characters', () => {
-    const lines = renderTable(['KEY', 'OWNER', 'DATA'], [
-      ['a', 'alice', '{"x":1}'],
-      ['longer-key', 'evil\u001b[2Jowner\nx', ''],
-    ]);
+    const lines = renderTable(
+      ['KEY', 'OWNER', 'DATA'],
+      [
+        ['a', 'alice', '{"x":1}'],
+        ['longer-key', 'evil\u001b[2Jowner\nx', ''],
+      ],
+    );
     const owner = 'evil\\u001b[2Jowner\\nx';
-    expect(lines).toEqual([`KEY         ${'OWNER'.padEnd(owner.length)}  DATA`, `a           ${'alice'.padEnd(owner.length)}  {"x":1}`, `longer-key  ${owner}`]);
+    expect(lines).toEqual([
+      `KEY         ${'OWNER'.padEnd(owner.length)}  DATA`,
+      `a           ${'alice'.padEnd(owner.length)}  {"x":1}`,
+      `longer-key  ${owner}`,
+    ]);
     expect(renderTable(['A', 'B'], [['x', 'a long value']], { maxWidth: 8 })).toEqual(['A  B', 'x  a lo…']);
-    expect(renderFields([['Key', 'deploy'], ['Fencing token', '17']])).toEqual(['Key:            deploy', 'Fencing token:  17']);
+    expect(
+      renderFields([
+        ['Key', 'deploy'],
+        ['Fencing token', '17'],
+      ]),
+    ).toEqual(['Key:            deploy', 'Fencing token:  17']);
   });
 
   it('renders a lock as JSON with ISO times and its expiry, and as a table row', () => {
@@ -206,9 +222,13 @@ describe('progress line', () => {
     progress.start(holder);
     expect(stderr.text).toBe('');
     await jest.advanceTimersByTimeAsync(300);
-    expect(stderr.text).toMatch(/^\r\x1b\[KWaiting for lock "deploy", held by "alice@ci" \(fencing token 17\) since 2m ago; waited \d+ms …$/);
+    /* eslint-disable no-control-regex -- the progress line is drawn with terminal escapes */
+    expect(stderr.text).toMatch(
+      /^\r\x1b\[KWaiting for lock "deploy", held by "alice@ci" \(fencing token 17\) since 2m ago; waited \d+ms …$/,
+    );
     io.err('dynamo-lock: a message');
     expect(stderr.text).toMatch(/\r\x1b\[Kdynamo-lock: a message\nWaiting for lock "deploy"[^\n]*$/);
+    /* eslint-enable no-control-regex */
     await jest.advanceTimersByTimeAsync(1_000);
     expect(stderr.text.split('\r\x1b[K').length).toBeGreaterThanOrEqual(4);
     progress.stop();

@@ -97,7 +97,9 @@ describe('dynamo-lock CLI: help, version, usage errors', () => {
     expectExit(result, 2);
     expect(result.stdout).toBe('');
     expect(lines(result.stderr)).toEqual([
-      expect.stringMatching(/^dynamo-lock: --lease-duration: "5 parsecs" is not a valid duration \(unknown unit "parsecs"\)\. Accepted forms: .*'15 minutes'.*'1h30m'.*'2 hours'/),
+      expect.stringMatching(
+        /^dynamo-lock: --lease-duration: "5 parsecs" is not a valid duration \(unknown unit "parsecs"\)\. Accepted forms: .*'15 minutes'.*'1h30m'.*'2 hours'/,
+      ),
     ]);
     const bare = await cli().run(['exec', 'deploy', '--wait', '30', '--', 'true']);
     expectExit(bare, 2);
@@ -105,7 +107,12 @@ describe('dynamo-lock CLI: help, version, usage errors', () => {
   });
 
   it('exits 2 with one line for commander usage errors: unknown option, missing argument, unknown command', async () => {
-    for (const args of [['acquire', 'deploy', '--frobnicate'], ['release', 'deploy'], ['aquire', 'deploy'], ['exec', 'deploy', 'sh', '-c', 'true']]) {
+    for (const args of [
+      ['acquire', 'deploy', '--frobnicate'],
+      ['release', 'deploy'],
+      ['aquire', 'deploy'],
+      ['exec', 'deploy', 'sh', '-c', 'true'],
+    ]) {
       const result = await cli().run(args);
       expectExit(result, 2);
       expect(lines(result.stderr)).toEqual([expect.stringMatching(/^dynamo-lock: \S.*\(see dynamo-lock --help\)$/)]);
@@ -122,7 +129,9 @@ describe('dynamo-lock CLI: help, version, usage errors', () => {
     const port = await findFreePort();
     const result = await new Cli({ name: 'dynalite', endpoint: `http://127.0.0.1:${port}` }).run(['table-check']);
     expectExit(result, 4);
-    expect(lines(result.stderr)).toEqual([`dynamo-lock: cannot reach DynamoDB at http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}.`]);
+    expect(lines(result.stderr)).toEqual([
+      `dynamo-lock: cannot reach DynamoDB at http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}.`,
+    ]);
     expect(result.ms).toBeLessThan(5_000);
   });
 });
@@ -161,13 +170,24 @@ describeEachServer('dynamo-lock CLI', (server) => {
       const result = await new Cli(server, ['--table', missing]).run(['table-check']);
       expectExit(result, 4);
       expect(result.stdout).toBe('');
-      expect(lines(result.stderr)).toEqual([`dynamo-lock: DynamoDB table "${missing}" does not exist (create it with \`dynamo-lock table-create --table ${missing}\`).`]);
+      expect(lines(result.stderr)).toEqual([
+        `dynamo-lock: DynamoDB table "${missing}" does not exist (create it with \`dynamo-lock table-create --table ${missing}\`).`,
+      ]);
     });
   });
 
   describe('acquire, renew, release', () => {
     it('prints only the lease id; renew prints it again; release frees the lock', async () => {
-      const acquired = await cli.run(['acquire', 'deploy', '--lease-duration', '15 minutes', '--data', '{"job":"deploy"}', '--owner', 'alice']);
+      const acquired = await cli.run([
+        'acquire',
+        'deploy',
+        '--lease-duration',
+        '15 minutes',
+        '--data',
+        '{"job":"deploy"}',
+        '--owner',
+        'alice',
+      ]);
       expectExit(acquired, 0);
       expect(acquired.stdout).toMatch(LEASE_LINE);
       expect(acquired.stderr).toBe('');
@@ -180,7 +200,10 @@ describeEachServer('dynamo-lock CLI', (server) => {
       const renewed = await cli.run(['renew', 'deploy', lease, '--lease-duration', '300s']);
       expectExit(renewed, 0);
       expect(renewed.stdout).toBe(`${lease}\n`);
-      expect(JSON.parse((await cli.run(['inspect', 'deploy', '--json'])).stdout)).toMatchObject({ leaseDuration: 300_000, fencingToken: held.fencingToken });
+      expect(JSON.parse((await cli.run(['inspect', 'deploy', '--json'])).stdout)).toMatchObject({
+        leaseDuration: 300_000,
+        fencingToken: held.fencingToken,
+      });
       const renewedAgain = await cli.run(['renew', 'deploy', lease]);
       expectExit(renewedAgain, 0);
       expect(JSON.parse((await cli.run(['inspect', 'deploy', '--json'])).stdout)).toMatchObject({ leaseDuration: 300_000 });
@@ -193,7 +216,9 @@ describeEachServer('dynamo-lock CLI', (server) => {
       // A released lease can no longer be renewed.
       const late = await cli.run(['renew', 'deploy', lease]);
       expectExit(late, 3);
-      expect(lines(late.stderr)).toEqual(['dynamo-lock: this lease id does not hold lock "deploy": the lock is free (the lease expired or was released).']);
+      expect(lines(late.stderr)).toEqual([
+        'dynamo-lock: this lease id does not hold lock "deploy": the lock is free (the lease expired or was released).',
+      ]);
     });
 
     it('exits 3 for release and renew with a wrong lease id, naming the holder, and leaves the lock alone', async () => {
@@ -202,7 +227,11 @@ describeEachServer('dynamo-lock CLI', (server) => {
         const result = await cli.run([command, 'wrong-id', 'not-the-lease']);
         expectExit(result, 3);
         expect(result.stdout).toBe('');
-        expect(lines(result.stderr)).toEqual([expect.stringMatching(/^dynamo-lock: this lease id does not hold lock "wrong-id": it is held by "bob" \(fencing token \d+\) since /)]);
+        expect(lines(result.stderr)).toEqual([
+          expect.stringMatching(
+            /^dynamo-lock: this lease id does not hold lock "wrong-id": it is held by "bob" \(fencing token \d+\) since /,
+          ),
+        ]);
       }
       expect(JSON.parse((await cli.run(['inspect', 'wrong-id', '--json'])).stdout)).toMatchObject({ owner: 'bob' });
       expectExit(await cli.run(['release', 'wrong-id', lease]), 0);
@@ -242,13 +271,17 @@ describeEachServer('dynamo-lock CLI', (server) => {
       const now = await cli.run(['acquire', 'busy', '--no-wait']);
       expectExit(now, 1);
       expect(now.stdout).toBe('');
-      expect(lines(now.stderr)).toEqual([expect.stringMatching(/^dynamo-lock: lock "busy" is held by "holder-1" \(fencing token \d+\); not waiting \(--no-wait\)\.$/)]);
+      expect(lines(now.stderr)).toEqual([
+        expect.stringMatching(/^dynamo-lock: lock "busy" is held by "holder-1" \(fencing token \d+\); not waiting \(--no-wait\)\.$/),
+      ]);
 
       // Not a terminal: no progress line while waiting, just the outcome.
       const waited = await cli.run(['acquire', 'busy', '--wait', '1s']);
       expectExit(waited, 1);
       expect(waited.ms).toBeGreaterThanOrEqual(1_000);
-      expect(lines(waited.stderr)).toEqual([expect.stringMatching(/^dynamo-lock: lock "busy" is held by "holder-1" .*; gave up after waiting 1(\.\d)?s\.$/)]);
+      expect(lines(waited.stderr)).toEqual([
+        expect.stringMatching(/^dynamo-lock: lock "busy" is held by "holder-1" .*; gave up after waiting 1(\.\d)?s\.$/),
+      ]);
       expectExit(await cli.run(['release', 'busy', lease]), 0);
     });
 
@@ -304,7 +337,12 @@ describeEachServer('dynamo-lock CLI', (server) => {
     });
 
     it("passes the command's exit code and output through, and releases the lock", async () => {
-      const result = await cli.run(['exec', 'exit-code', '--', ...script({}, `console.log('out'); console.error('err'); process.exit(7);`)]);
+      const result = await cli.run([
+        'exec',
+        'exit-code',
+        '--',
+        ...script({}, `console.log('out'); console.error('err'); process.exit(7);`),
+      ]);
       expectExit(result, 7);
       expect(result.stdout).toBe('out\n');
       expect(result.stderr).toBe('err\n');
@@ -334,7 +372,10 @@ describeEachServer('dynamo-lock CLI', (server) => {
         'exec',
         'forwarded',
         '--',
-        ...script({ ready, got }, `process.on('SIGTERM', () => { fs.writeFileSync(got, 'SIGTERM'); process.exit(42); }); fs.writeFileSync(ready, ''); setInterval(() => {}, 1000);`),
+        ...script(
+          { ready, got },
+          `process.on('SIGTERM', () => { fs.writeFileSync(got, 'SIGTERM'); process.exit(42); }); fs.writeFileSync(ready, ''); setInterval(() => {}, 1000);`,
+        ),
       ]);
       await waitFor(() => existsSync(ready), 'the command to start');
       expect(JSON.parse((await cli.run(['inspect', 'forwarded', '--json'])).stdout)).toMatchObject({ key: 'forwarded' });
@@ -347,7 +388,12 @@ describeEachServer('dynamo-lock CLI', (server) => {
 
     it('exits 128 + 15 when the forwarded SIGTERM ends the command', async () => {
       const ready = path.join(dir, 'term-default.ready');
-      const running = cli.start(['exec', 'forwarded-default', '--', ...script({ ready }, `fs.writeFileSync(ready, ''); setInterval(() => {}, 1000);`)]);
+      const running = cli.start([
+        'exec',
+        'forwarded-default',
+        '--',
+        ...script({ ready }, `fs.writeFileSync(ready, ''); setInterval(() => {}, 1000);`),
+      ]);
       await waitFor(() => existsSync(ready), 'the command to start');
       running.process.kill('SIGTERM');
       expectExit(await running.result, 143);
@@ -366,7 +412,10 @@ describeEachServer('dynamo-lock CLI', (server) => {
         '--kill-after',
         '500ms',
         '--',
-        ...script({ pidFile, termFile }, `process.on('SIGTERM', () => fs.writeFileSync(termFile, 'SIGTERM')); fs.writeFileSync(pidFile, String(process.pid)); setInterval(() => {}, 1000);`),
+        ...script(
+          { pidFile, termFile },
+          `process.on('SIGTERM', () => fs.writeFileSync(termFile, 'SIGTERM')); fs.writeFileSync(pidFile, String(process.pid)); setInterval(() => {}, 1000);`,
+        ),
       ]);
       await waitFor(() => existsSync(pidFile), 'the command to start');
       const pid = Number(readFileSync(pidFile, 'utf8'));
@@ -384,7 +433,9 @@ describeEachServer('dynamo-lock CLI', (server) => {
       expectExit(result, 3);
       expect(result.ms).toBeLessThan(10_000);
       expect(lines(result.stderr)).toEqual([
-        expect.stringMatching(/^dynamo-lock: Lock "stolen" was lost: .*"thief".* Stopping ".*" \(pid \d+\): SIGTERM now, SIGKILL after 500ms; exiting with 3\.$/),
+        expect.stringMatching(
+          /^dynamo-lock: Lock "stolen" was lost: .*"thief".* Stopping ".*" \(pid \d+\): SIGTERM now, SIGKILL after 500ms; exiting with 3\.$/,
+        ),
       ]);
       expect(readFileSync(termFile, 'utf8')).toBe('SIGTERM');
       expect(alive(pid)).toBe(false);

@@ -130,7 +130,12 @@ describe('DynamoLockHealthIndicator without a server', () => {
   it('is down within the timeout when nothing listens on the endpoint (503)', async () => {
     const port = await findFreePort();
     const url = await boot(
-      DynamoLockModule.forRoot({ tableName: 'locks', clientConfig: offline(`http://127.0.0.1:${port}`), verifyTable: false, logger: new MemoryLogger() }),
+      DynamoLockModule.forRoot({
+        tableName: 'locks',
+        clientConfig: offline(`http://127.0.0.1:${port}`),
+        verifyTable: false,
+        logger: new MemoryLogger(),
+      }),
     );
     const { code, body, ms } = await probe(`${url}/health`);
     expect(code).toBe(503);
@@ -160,7 +165,12 @@ describe('DynamoLockHealthIndicator without a server', () => {
     it('is down when the timeout runs out, and says so (503)', async () => {
       const { port } = silent.address() as { port: number };
       const url = await boot(
-        DynamoLockModule.forRoot({ tableName: 'locks', clientConfig: offline(`http://127.0.0.1:${port}`), verifyTable: false, logger: new MemoryLogger() }),
+        DynamoLockModule.forRoot({
+          tableName: 'locks',
+          clientConfig: offline(`http://127.0.0.1:${port}`),
+          verifyTable: false,
+          logger: new MemoryLogger(),
+        }),
       );
       const { code, body, ms } = await probe(`${url}/health/quick`);
       expect(code).toBe(503);

@@ -15,7 +15,11 @@ describeEachServer('lock events (onEvent)', (server) => {
 
   function recorded() {
     const events: LockEvent[] = [];
-    return { events, onEvent: (event: LockEvent) => events.push(event), types: () => events.map((e) => `${e.type}${'via' in e ? `:${e.via}` : ''}`) };
+    return {
+      events,
+      onEvent: (event: LockEvent) => events.push(event),
+      types: () => events.map((e) => `${e.type}${'via' in e ? `:${e.via}` : ''}`),
+    };
   }
 
   it('reports acquired, extended and released, in order, with tokens and timings', async () => {

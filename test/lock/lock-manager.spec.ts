@@ -18,7 +18,6 @@ function blockEventLoop(ms: number): void {
   }
 }
 
-
 describeEachServer('LockManager', (server) => {
   const fixture = new LockFixture(server);
   beforeAll(() => fixture.setup());
@@ -218,7 +217,13 @@ describeEachServer('LockManager', (server) => {
       expect(await manager.inspect(key)).toBeNull();
       const lock = await manager.acquire(key, { data: { job: 'export', n: 3 }, leaseDuration: '20s' });
       const info = await manager.inspect(key);
-      expect(info).toMatchObject({ key, owner: 'inspector', fencingToken: lock.fencingToken, leaseDuration: 20_000, data: { job: 'export', n: 3 } });
+      expect(info).toMatchObject({
+        key,
+        owner: 'inspector',
+        fencingToken: lock.fencingToken,
+        leaseDuration: 20_000,
+        data: { job: 'export', n: 3 },
+      });
       expect(Math.abs(info!.acquiredAt.getTime() - Date.now())).toBeLessThan(5_000);
       await lock.release();
       expect(await manager.inspect(key)).toBeNull();
@@ -228,7 +233,9 @@ describeEachServer('LockManager', (server) => {
       const manager = fixture.manager({ ttlDays: 3 });
       const key = newKey('ttl');
       const lock = await manager.acquire(key);
-      const { Item } = await fixture.client.send(new GetItemCommand({ TableName: fixture.tableName, Key: { key: { S: key } }, ConsistentRead: true }));
+      const { Item } = await fixture.client.send(
+        new GetItemCommand({ TableName: fixture.tableName, Key: { key: { S: key } }, ConsistentRead: true }),
+      );
       const ttl = Number(Item?.ttl?.N);
       expect(Math.abs(ttl - (Date.now() / 1000 + 3 * 86_400))).toBeLessThan(60);
       await lock.release();
@@ -261,7 +268,9 @@ describeEachServer('LockManager', (server) => {
           ExpressionAttributeValues: { ':t': { S: 'someone-else' }, ':o': { S: 'thief' } },
         }),
       );
-      const reason = await new Promise<LockLostError>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+      const reason = await new Promise<LockLostError>((resolve) =>
+        lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)),
+      );
       expect(reason.reason).toBe('taken');
       expect(manager.logger.at('warn').join('\n')).toContain(`Lock "${key}" was lost`);
     });
@@ -271,7 +280,9 @@ describeEachServer('LockManager', (server) => {
       const faults = injectFaults(manager.client);
       const lock = await manager.acquire(newKey('outage'));
       faults.failNext('UpdateItem', { kind: 'server-error', times: 1_000 });
-      const reason = await new Promise<LockLostError>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+      const reason = await new Promise<LockLostError>((resolve) =>
+        lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)),
+      );
       expect(reason.reason).toBe('expired');
       expect((reason.cause as Error).name).toBe('InternalServerError');
       expect(reason.message).toMatch(/DynamoDB may be unreachable/);
@@ -355,7 +366,7 @@ describeEachServer('LockManager', (server) => {
       expect(await manager.inspect(key)).toBeNull();
     });
 
-    it('keeps each manager\'s context to itself', async () => {
+    it("keeps each manager's context to itself", async () => {
       const a = fixture.manager();
       const b = fixture.manager();
       const key = newKey('scoped');

@@ -79,7 +79,7 @@ describeEachServer('@Cron + @WithLock across app instances', (server) => {
         return app;
       }),
     );
-    await sleep(7 * TICK_MS / 2 + 500);
+    await sleep((7 * TICK_MS) / 2 + 500);
     await Promise.all(apps.map((app) => app.close()));
 
     expectOncePerTick(runs, 3);
@@ -119,7 +119,7 @@ describeEachServer('@Cron + @WithLock across app instances', (server) => {
           }
         });
       }
-      await sleep(9 * TICK_MS / 2 + 1_500);
+      await sleep((9 * TICK_MS) / 2 + 1_500);
     } finally {
       for (const child of children) child.kill('SIGTERM');
       await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
@@ -134,6 +134,14 @@ describeEachServer('@Cron + @WithLock across app instances', (server) => {
 
 describe('cron tick helpers', () => {
   it('detects a tick that ran twice', () => {
-    expect(() => expectOncePerTick([{ instance: 'A', at: 4_000 }, { instance: 'B', at: 4_100 }], 1)).toThrow();
+    expect(() =>
+      expectOncePerTick(
+        [
+          { instance: 'A', at: 4_000 },
+          { instance: 'B', at: 4_100 },
+        ],
+        1,
+      ),
+    ).toThrow();
   });
 });

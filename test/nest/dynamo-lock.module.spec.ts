@@ -2,12 +2,7 @@ import { CreateTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-d
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import {
-  DynamoLockModule,
-  type DynamoLockOptions,
-  LockConfigurationError,
-  LockService,
-} from '../../lib';
+import { DynamoLockModule, type DynamoLockOptions, LockConfigurationError, LockService } from '../../lib';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
 
@@ -115,7 +110,9 @@ describeEachServer('DynamoLockModule', (server) => {
       const missing = uniqueTableName('missing');
       const error = await boot([DynamoLockModule.forRoot(options({ tableName: missing }))]).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockConfigurationError);
-      expect((error as Error).message).toMatch(new RegExp(`table "${missing}" for locks does not exist. Create it with \`createTable: true\``));
+      expect((error as Error).message).toMatch(
+        new RegExp(`table "${missing}" for locks does not exist. Create it with \`createTable: true\``),
+      );
     });
 
     it('fails start-up on a table with another key schema, showing the expected one', async () => {
@@ -165,7 +162,10 @@ describeEachServer('DynamoLockModule', (server) => {
 
     it.each([
       [{ leaseDuration: 'thirty seconds' }, /leaseDuration must be a positive duration; got "thirty seconds"/],
-      [{ leaseDuration: '10s', heartbeatInterval: '10s' }, /heartbeatInterval \(10000 ms\) must be shorter than leaseDuration \(10000 ms\)/],
+      [
+        { leaseDuration: '10s', heartbeatInterval: '10s' },
+        /heartbeatInterval \(10000 ms\) must be shorter than leaseDuration \(10000 ms\)/,
+      ],
       [{ ttlDays: -1 }, /option "ttlDays" must be a number of days, 0 or more; got -1/],
       [{ tableName: 'x' }, /option "tableName" must be a DynamoDB table name/],
     ])('rejects bad options %p at start-up', async (bad, message) => {

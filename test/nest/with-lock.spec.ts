@@ -227,14 +227,20 @@ describeEachServer('@WithLock', (server) => {
   it('throws LockBusyError when busy and onBusy is throw', async () => {
     const holder = fixture.manager({ ownerName: 'other-instance' });
     const lock = await holder.acquire('order-77');
-    const error = await app.get(InvoiceService).order({ customer: { id: 77 } }).catch((e: unknown) => e);
+    const error = await app
+      .get(InvoiceService)
+      .order({ customer: { id: 77 } })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockBusyError);
     expect((error as LockBusyError).holder?.owner).toBe('other-instance');
     await lock.release();
   });
 
   it('rejects a call whose argument cannot make a key, without locking', async () => {
-    const error = await app.get(InvoiceService).order({ customer: {} } as never).catch((e: unknown) => e);
+    const error = await app
+      .get(InvoiceService)
+      .order({ customer: {} } as never)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockValidationError);
     expect((error as Error).message).toMatch(/<0.customer.id> is undefined in this call/);
   });
@@ -327,7 +333,9 @@ describe('@WithLock at start-up', () => {
     const app = moduleRef.createNestApplication({ logger: false });
     const error = await app.init().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockConfigurationError);
-    expect((error as Error).message).toMatch(/^Isolated\.run uses @WithLock, but no LockService is available to it\. Import DynamoLockModule/);
+    expect((error as Error).message).toMatch(
+      /^Isolated\.run uses @WithLock, but no LockService is available to it\. Import DynamoLockModule/,
+    );
     await app.close();
   });
 

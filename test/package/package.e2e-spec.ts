@@ -102,7 +102,11 @@ function childEnv(server?: TestServer, extra: Record<string, string> = {}): Node
 }
 
 /** Runs a command to its end; never rejects (the caller checks the result). */
-function run(command: string, args: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number }): Promise<RunResult> {
+function run(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<RunResult> {
   const started = performance.now();
   return new Promise((resolve) => {
     execFile(
@@ -134,7 +138,11 @@ function readTarball(file: string): Map<string, TarEntry> {
   while (offset + 512 <= data.length) {
     const header = data.subarray(offset, offset + 512);
     if (header.every((byte) => byte === 0)) break;
-    const field = (start: number, length: number) => header.subarray(start, start + length).toString('utf8').replace(/\0[\s\S]*$/, '');
+    const field = (start: number, length: number) =>
+      header
+        .subarray(start, start + length)
+        .toString('utf8')
+        .replace(/\0[\s\S]*$/, '');
     const size = Number.parseInt(field(124, 12).trim() || '0', 8);
     const type = field(156, 1) || '0';
     const prefix = field(345, 155);
@@ -167,7 +175,10 @@ function requiredSpecifiers(source: string): string[] {
 /** The npm package a bare specifier names (`@scope/name/sub` → `@scope/name`); null for relative and built-in ones. */
 function packageOf(specifier: string): string | null {
   if (specifier.startsWith('.') || specifier.startsWith('node:') || builtinModules.includes(specifier.split('/')[0])) return null;
-  return specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+  return specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 }
 
 /** `lib/**\/*.ts` sources that compile to output (no specs, no declarations), relative to lib. */
@@ -285,7 +296,9 @@ describe('npm package: pack, install from the tarball, run', () => {
       }
     }
     if (work && process.env.DYNAMO_LOCK_KEEP_PACK_DIR !== '1') rmSync(work, { recursive: true, force: true });
-    process.stderr.write(`\n[package] ${timings.join('; ')}${work && process.env.DYNAMO_LOCK_KEEP_PACK_DIR === '1' ? `; kept ${work}` : ''}\n`);
+    process.stderr.write(
+      `\n[package] ${timings.join('; ')}${work && process.env.DYNAMO_LOCK_KEEP_PACK_DIR === '1' ? `; kept ${work}` : ''}\n`,
+    );
   }, 30_000);
 
   describe('the tarball', () => {
@@ -293,7 +306,13 @@ describe('npm package: pack, install from the tarball, run', () => {
       const names = [...entries.keys()];
       expect(names.filter((name) => !ALLOWED_ENTRY.test(name))).toEqual([]);
       expect(names.filter((name) => entries.get(name)?.type !== '0')).toEqual([]);
-      for (const name of ['package/package.json', 'package/README.md', 'package/LICENSE', 'package/dist/index.js', 'package/dist/index.d.ts']) {
+      for (const name of [
+        'package/package.json',
+        'package/README.md',
+        'package/LICENSE',
+        'package/dist/index.js',
+        'package/dist/index.d.ts',
+      ]) {
         expect(names).toContain(name);
       }
       expect(manifest.name).toBe('nestjs-dynamo-lock');
@@ -363,7 +382,8 @@ describe('npm package: pack, install from the tarball, run', () => {
         ['@aws-sdk/client-dynamodb', '@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'reflect-metadata', 'rxjs'].sort(),
       );
       const optional = (name: string) => manifest.peerDependenciesMeta?.[name]?.optional === true;
-      for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'reflect-metadata', 'rxjs']) expect({ name, optional: optional(name) }).toEqual({ name, optional: true });
+      for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'reflect-metadata', 'rxjs'])
+        expect({ name, optional: optional(name) }).toEqual({ name, optional: true });
       expect(optional('@aws-sdk/client-dynamodb')).toBe(false);
     });
 
@@ -398,7 +418,11 @@ describe('npm package: pack, install from the tarball, run', () => {
         }
       }
       expect(reachable.size).toBeGreaterThan(5);
-      expect([...packages.keys()].filter((pkg) => /^(@nestjs\/|rxjs$|reflect-metadata$)/.test(pkg)).map((pkg) => `${packages.get(pkg)} requires ${pkg}`)).toEqual([]);
+      expect(
+        [...packages.keys()]
+          .filter((pkg) => /^(@nestjs\/|rxjs$|reflect-metadata$)/.test(pkg))
+          .map((pkg) => `${packages.get(pkg)} requires ${pkg}`),
+      ).toEqual([]);
     });
   });
 
@@ -461,7 +485,9 @@ describe('npm package: pack, install from the tarball, run', () => {
       expect(report.service.busyWhileHeld).toBe(true);
       expect(report.service.afterRelease).toBeNull();
       expect(report.service.againToken).toBeGreaterThan(report.service.fencingToken);
-      timings.push(`${label}: fencing tokens ${report.decorated.fencingToken}, ${report.service.fencingToken}, ${report.service.againToken}`);
+      timings.push(
+        `${label}: fencing tokens ${report.decorated.fencingToken}, ${report.service.fencingToken}, ${report.service.againToken}`,
+      );
       return report;
     }
 
@@ -488,7 +514,8 @@ describe('npm package: pack, install from the tarball, run', () => {
         expect({ absent, installed: existsSync(path.join(cliDir, 'node_modules', absent)) }).toEqual({ absent, installed: false });
       }
       // Never fetch a package of that name from the registry: the installed bin, or failure.
-      const npx = (args: string[]) => run('npx', ['--yes=false', '--offline', 'dynamo-lock', ...args], { cwd: cliDir, env: childEnv(server), timeoutMs: 30_000 });
+      const npx = (args: string[]) =>
+        run('npx', ['--yes=false', '--offline', 'dynamo-lock', ...args], { cwd: cliDir, env: childEnv(server), timeoutMs: 30_000 });
       const version = await npx(['--version']);
       expectSuccess(version, 'npx dynamo-lock --version');
       expect(version.stdout).toBe(`${manifest.version}\n`);
@@ -497,7 +524,10 @@ describe('npm package: pack, install from the tarball, run', () => {
       tables.push(table);
       const target = ['--endpoint', server.endpoint, '--table', table];
       const missing = await npx(['table-check', ...target]);
-      expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 4, stderr: expect.stringContaining(`"${table}" does not exist`) });
+      expect({ code: missing.code, stderr: missing.stderr }).toEqual({
+        code: 4,
+        stderr: expect.stringContaining(`"${table}" does not exist`),
+      });
       expectSuccess(await npx(['table-create', ...target]), 'npx dynamo-lock table-create');
       const check = await npx(['table-check', ...target]);
       expectSuccess(check, 'npx dynamo-lock table-check');
@@ -529,7 +559,11 @@ describe('npm package: pack, install from the tarball, run', () => {
         }),
       );
       const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-      const result = await run(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.json')], { cwd: dir, env: childEnv(), timeoutMs: 60_000 });
+      const result = await run(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.json')], {
+        cwd: dir,
+        env: childEnv(),
+        timeoutMs: 60_000,
+      });
       expectSuccess(result, 'tsc on the TypeScript consumers');
       timings.push(`tsc consumers ${seconds(result.ms)}`);
     }, 70_000);

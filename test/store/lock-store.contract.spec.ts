@@ -25,5 +25,7 @@ describeEachServer('LockStore (DynamoDB)', (server) => {
 });
 
 describe('MemoryLockStore', () => {
-  lockStoreContract('MemoryLockStore', async () => ({ store: new MemoryLockStore(), close: async () => undefined }), { returnsCurrent: true });
+  lockStoreContract('MemoryLockStore', async () => ({ store: new MemoryLockStore(), close: async () => undefined }), {
+    returnsCurrent: true,
+  });
 });

@@ -296,7 +296,12 @@ export function lockStoreContract(
           { token: w2, owner: `owner-${w2.slice(0, 6)}` },
           { token: w3, owner: `owner-${w3.slice(0, 6)}` },
         ]);
-        expect(last).toMatchObject({ token: record.token, rvn: record.rvn, updatedAt: record.updatedAt, fencingToken: record.fencingToken });
+        expect(last).toMatchObject({
+          token: record.token,
+          rvn: record.rvn,
+          updatedAt: record.updatedAt,
+          fencingToken: record.fencingToken,
+        });
         expect(await store.read(key)).toEqual(last);
       });
 
@@ -420,7 +425,14 @@ export function lockStoreContract(
         expect(await store.read(key)).toEqual(promoted);
         // Next in line: a lease shorter than the claim lease is kept; no data reads as none.
         const next = okRecord(await store.promote(key, w1, LEASE));
-        expect(next).toMatchObject({ token: w2, leaseMs: 2_000, data: undefined, released: w1, fencingToken: promoted.fencingToken! + 1, queue: [] });
+        expect(next).toMatchObject({
+          token: w2,
+          leaseMs: 2_000,
+          data: undefined,
+          released: w1,
+          fencingToken: promoted.fencingToken! + 1,
+          queue: [],
+        });
       });
 
       it('fails with an empty queue, for a token that does not hold the lock, and when retried', async () => {

@@ -11,7 +11,7 @@ describe('MemoryLockStore', () => {
     jest.useRealTimers();
   });
 
-  it('answers asynchronously, after the caller\'s synchronous code, and applies each write atomically then', async () => {
+  it("answers asynchronously, after the caller's synchronous code, and applies each write atomically then", async () => {
     const store = new MemoryLockStore();
     let settled = false;
     const pending = store.acquire({ key: 'k', token: 't1', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } }).then((r) => {
@@ -26,7 +26,14 @@ describe('MemoryLockStore', () => {
 
   it('keeps its records to itself: neither the write it was given nor a record it returned can change it', async () => {
     const store = new MemoryLockStore();
-    const write = { key: 'k', token: 't1', owner: 'o', leaseMs: 1_000, data: '"x"', condition: { kind: 'handover' as const, fromToken: 'nobody' } };
+    const write = {
+      key: 'k',
+      token: 't1',
+      owner: 'o',
+      leaseMs: 1_000,
+      data: '"x"',
+      condition: { kind: 'handover' as const, fromToken: 'nobody' },
+    };
     const pending = store.acquire({ ...write, condition: { kind: 'free' } });
     write.data = 'changed after the call';
     const result = await pending;

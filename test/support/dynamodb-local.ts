@@ -143,12 +143,13 @@ async function launch(jarDir: string, port: number, startupTimeoutMs: number): P
         break;
       } catch (error) {
         if (!isNotUpYet(error)) {
-          throw new Error(`ListTables against DynamoDB Local failed: ${String(error)}\n${command}\n${tail(output)}`);
+          throw new Error(`ListTables against DynamoDB Local failed: ${String(error)}\n${command}\n${tail(output)}`, { cause: error });
         }
         if (Date.now() > deadline) {
           throw new Error(
             `DynamoDB Local did not answer ListTables at ${endpoint} within ${startupTimeoutMs} ms ` +
               `(last error: ${String(error)}).\n${command}\n${tail(output)}`,
+            { cause: error },
           );
         }
       }

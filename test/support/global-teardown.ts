@@ -4,10 +4,7 @@ import { getGlobalServerState, setGlobalServerState } from './global-state';
  * Jest global teardown: stops the servers started by the global setup.
  * In watch mode they are kept for the next run (and killed when Jest exits).
  */
-export default async function globalTeardown(globalConfig: {
-  readonly watch: boolean;
-  readonly watchAll: boolean;
-}): Promise<void> {
+export default async function globalTeardown(globalConfig: { readonly watch: boolean; readonly watchAll: boolean }): Promise<void> {
   if (globalConfig.watch || globalConfig.watchAll) return;
   const state = getGlobalServerState();
   setGlobalServerState(undefined);

@@ -6,11 +6,21 @@ import { createLockTable, createTestClient, deleteTable, type TestServer, unique
 /** A logger that keeps what it is told, for assertions, instead of printing it. */
 export class MemoryLogger implements LoggerService {
   readonly lines: { level: string; message: string }[] = [];
-  log(message: unknown) { this.lines.push({ level: 'log', message: String(message) }); }
-  warn(message: unknown) { this.lines.push({ level: 'warn', message: String(message) }); }
-  error(message: unknown) { this.lines.push({ level: 'error', message: String(message) }); }
-  debug(message: unknown) { this.lines.push({ level: 'debug', message: String(message) }); }
-  verbose(message: unknown) { this.lines.push({ level: 'verbose', message: String(message) }); }
+  log(message: unknown) {
+    this.lines.push({ level: 'log', message: String(message) });
+  }
+  warn(message: unknown) {
+    this.lines.push({ level: 'warn', message: String(message) });
+  }
+  error(message: unknown) {
+    this.lines.push({ level: 'error', message: String(message) });
+  }
+  debug(message: unknown) {
+    this.lines.push({ level: 'debug', message: String(message) });
+  }
+  verbose(message: unknown) {
+    this.lines.push({ level: 'verbose', message: String(message) });
+  }
   /** Messages at one level. */
   at(level: string): string[] {
     return this.lines.filter((l) => l.level === level).map((l) => l.message);

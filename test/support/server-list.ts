@@ -64,11 +64,7 @@ function isLocalServerName(name: string): name is LocalServerName {
 function isTestServer(value: unknown): value is TestServer {
   if (typeof value !== 'object' || value === null) return false;
   const { name, endpoint } = value as Record<string, unknown>;
-  return (
-    typeof endpoint === 'string' &&
-    typeof name === 'string' &&
-    (name === 'external' || isLocalServerName(name))
-  );
+  return typeof endpoint === 'string' && typeof name === 'string' && (name === 'external' || isLocalServerName(name));
 }
 
 /** Region used with local servers (they accept any). */

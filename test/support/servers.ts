@@ -8,13 +8,7 @@ import {
   type DynamoDBClientConfig,
 } from '@aws-sdk/client-dynamodb';
 import { describe } from '@jest/globals';
-import {
-  localCredentials,
-  LOCAL_REGION,
-  SERVERS_JSON_ENV,
-  type TestServer,
-  decodeServers,
-} from './server-list';
+import { localCredentials, LOCAL_REGION, SERVERS_JSON_ENV, type TestServer, decodeServers } from './server-list';
 
 export type { TestServer, TestServerName } from './server-list';
 

@@ -8,15 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest 
 import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  DynamoLockModule,
-  type Lock,
-  LockBusyError,
-  LockLostError,
-  LockService,
-  MemoryLockStore,
-  WithLock,
-} from '../../lib';
+import { DynamoLockModule, type Lock, LockBusyError, LockLostError, LockService, MemoryLockStore, WithLock } from '../../lib';
 import { findFreePort } from '../support/free-port';
 import { MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
@@ -69,7 +61,6 @@ class InvoiceService {
     return 'report done';
   }
 }
-
 
 describe('DynamoLockModule.forTesting()', () => {
   let send: ReturnType<typeof jest.spyOn>;

@@ -125,7 +125,13 @@ describe('LockManager on a shared MemoryLockStore', () => {
     const lock = await m1.acquire(key);
     const seen = (await store.read(key))!;
     // Another process takes it over (as if m1 had been silent for a lease).
-    const rogue = await store.acquire({ key, token: 'rogue-token', owner: 'rogue', leaseMs: 5_000, condition: { kind: 'takeover', rvn: seen.rvn! } });
+    const rogue = await store.acquire({
+      key,
+      token: 'rogue-token',
+      owner: 'rogue',
+      leaseMs: 5_000,
+      condition: { kind: 'takeover', rvn: seen.rvn! },
+    });
     expect(rogue.ok).toBe(true);
     await until(() => lock.signal.aborted);
     const reason = lock.signal.reason as LockLostError;

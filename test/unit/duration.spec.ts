@@ -18,17 +18,29 @@ describe('parseDuration', () => {
     expect(parseDuration(input, 'leaseDuration')).toBe(ms);
   });
 
-  it.each([['30'], [''], ['abc'], ['5 parsecs'], ['-5s'], ['0s'], [0], [-1], [Number.NaN], [Number.POSITIVE_INFINITY], ['1e3s'], ['30 days'], [null], [{}]])(
-    'rejects %p with the accepted forms listed',
-    (input) => {
-      let error: unknown;
-      try {
-        parseDuration(input, 'leaseDuration');
-      } catch (e) {
-        error = e;
-      }
-      expect(error).toBeInstanceOf(LockValidationError);
-      expect((error as Error).message).toMatch(/^leaseDuration must be a positive duration; got .*Accepted forms: .*'15 minutes'/);
-    },
-  );
+  it.each([
+    ['30'],
+    [''],
+    ['abc'],
+    ['5 parsecs'],
+    ['-5s'],
+    ['0s'],
+    [0],
+    [-1],
+    [Number.NaN],
+    [Number.POSITIVE_INFINITY],
+    ['1e3s'],
+    ['30 days'],
+    [null],
+    [{}],
+  ])('rejects %p with the accepted forms listed', (input) => {
+    let error: unknown;
+    try {
+      parseDuration(input, 'leaseDuration');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(LockValidationError);
+    expect((error as Error).message).toMatch(/^leaseDuration must be a positive duration; got .*Accepted forms: .*'15 minutes'/);
+  });
 });

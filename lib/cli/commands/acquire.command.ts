@@ -1,7 +1,15 @@
 import type { Command } from 'commander';
 import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';
-import { type AcquireCommandOptions, dataOption, leaseDurationOption, parseDataOption, parseDurationOption, parseWaitOption, waitOptions } from '../options';
+import {
+  type AcquireCommandOptions,
+  dataOption,
+  leaseDurationOption,
+  parseDataOption,
+  parseDurationOption,
+  parseWaitOption,
+  waitOptions,
+} from '../options';
 import type { Session } from '../session';
 import { onSignals } from '../signals';
 import { interruptReason, waitForLock } from '../wait-for-lock';

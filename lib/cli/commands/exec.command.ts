@@ -4,7 +4,15 @@ import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELE
 import type { CommandRunner } from '../command-runner';
 import { childExitCode, ExitCode } from '../exit-codes';
 import { type ChildOutcome, SupervisedChild } from '../exec/supervised-child';
-import { type AcquireCommandOptions, dataOption, leaseDurationOption, parseDataOption, parseDurationOption, parseWaitOption, waitOptions } from '../options';
+import {
+  type AcquireCommandOptions,
+  dataOption,
+  leaseDurationOption,
+  parseDataOption,
+  parseDurationOption,
+  parseWaitOption,
+  waitOptions,
+} from '../options';
 import type { Session } from '../session';
 import { onSignals } from '../signals';
 import { interruptReason, waitForLock } from '../wait-for-lock';

@@ -41,7 +41,13 @@ async function list(session: Session, options: ListOptions): Promise<number> {
     session.note(NO_LOCKS(options.prefix));
   } else {
     const now = new Date();
-    io.out(`${renderTable(LOCK_COLUMNS, locks.map((info) => lockInfoRow(info, now)), { maxWidth: io.stdoutColumns }).join('\n')}\n`);
+    io.out(
+      `${renderTable(
+        LOCK_COLUMNS,
+        locks.map((info) => lockInfoRow(info, now)),
+        { maxWidth: io.stdoutColumns },
+      ).join('\n')}\n`,
+    );
   }
   return ExitCode.ok;
 }

@@ -20,7 +20,9 @@ export function registerRelease(program: Command, runner: CommandRunner): void {
     .argument('<name>', 'lock name')
     .argument('<lease-id>', 'lease id printed by acquire')
     .addHelpText('after', EXAMPLES)
-    .action((name: string, leaseId: string, _options: unknown, cmd: Command) => runner.run(cmd, (session) => release(session, name, leaseId)));
+    .action((name: string, leaseId: string, _options: unknown, cmd: Command) =>
+      runner.run(cmd, (session) => release(session, name, leaseId)),
+    );
 }
 
 async function release(session: Session, name: string, leaseId: string): Promise<number> {

@@ -2,8 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 
 /** How a child ended: it ran and exited, or it could not be started. */
 export type ChildOutcome =
-  | { kind: 'exited'; code: number | null; signal: NodeJS.Signals | null }
-  | { kind: 'failed'; error: NodeJS.ErrnoException };
+  { kind: 'exited'; code: number | null; signal: NodeJS.Signals | null } | { kind: 'failed'; error: NodeJS.ErrnoException };
 
 /**
  * A command run by `exec`, with the terminal's stdin, stdout and stderr. It stays in this

@@ -29,6 +29,7 @@ export function renderFields(fields: readonly (readonly [label: string, value: s
 
 /** Escapes control characters (newlines, terminal escape sequences) in a cell. */
 export function cleanCell(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => {
     const escaped = JSON.stringify(char);
     return escaped.slice(1, -1);

@@ -103,4 +103,3 @@ export class Cli {
     return this.start(args, options).result;
   }
 }
-
