@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { WithLockExplorer } from './decorators/with-lock.explorer';
+import { EventEmitterBridge } from './observability/event-emitter.bridge';
 import { ConfigurableDynamoLockModule } from './dynamo-lock.module-definition';
 import { LockService } from './lock.service';
 import { type DynamoLockTestingOptions, dynamoLockTestingModule } from './testing/dynamo-lock-testing.module';
@@ -23,7 +24,7 @@ import { type DynamoLockTestingOptions, dynamoLockTestingModule } from './testin
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [LockService, WithLockExplorer],
+  providers: [LockService, WithLockExplorer, EventEmitterBridge],
   exports: [LockService],
 })
 export class DynamoLockModule extends ConfigurableDynamoLockModule {

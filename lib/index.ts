@@ -20,7 +20,8 @@ export { DEFAULTS } from './core/lock-options.resolver';
 export type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
 export type { AcquireOptions } from './interfaces/acquire-options.interface';
 export type { LockInfo } from './interfaces/lock-info.interface';
-export type { AcquiredVia, LockEvent } from './interfaces/lock-event.interface';
+export type { AcquiredVia, LockEvent, LockEventListener, LockEventType } from './interfaces/lock-event.interface';
+export { LOCK_EVENT_NAMES, type LockEventOf } from './observability/lock-event.names';
 export {
   DynamoLockError,
   LockBusyError,

@@ -3,7 +3,7 @@ import type { LoggerService } from '@nestjs/common';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import { HEARTBEAT_NOT_BELOW_LEASE, INVALID_OPTION, INVALID_WAIT } from '../errors/lock.messages';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
-import type { LockEvent } from '../interfaces/lock-event.interface';
+import type { LockEventListener } from '../interfaces/lock-event.interface';
 import { type Duration, parseDuration } from '../utils/duration';
 import { ConsoleLockLogger } from './console.logger';
 
@@ -32,7 +32,9 @@ export interface ResolvedLockOptions {
   createTable: boolean;
   verifyTable: boolean;
   logger: LoggerService;
-  onEvent: ((event: LockEvent) => void) | undefined;
+  onEvent: LockEventListener | undefined;
+  eventEmitter: boolean | 'auto';
+  telemetry: boolean;
 }
 
 /**
@@ -61,6 +63,15 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
   }
   const keyPrefix = options.keyPrefix ?? '';
   if (typeof keyPrefix !== 'string') throw new LockConfigurationError(INVALID_OPTION('keyPrefix', 'a string', keyPrefix));
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
+    throw new LockConfigurationError(INVALID_OPTION('onEvent', 'a function of one lock event', options.onEvent));
+  }
+  const eventEmitter = options.eventEmitter ?? 'auto';
+  if (eventEmitter !== true && eventEmitter !== false && eventEmitter !== 'auto') {
+    throw new LockConfigurationError(INVALID_OPTION('eventEmitter', "true, false or 'auto'", eventEmitter));
+  }
+  const telemetry = options.telemetry ?? true;
+  if (typeof telemetry !== 'boolean') throw new LockConfigurationError(INVALID_OPTION('telemetry', 'true or false', telemetry));
   return {
     tableName,
     leaseMs,
@@ -74,6 +85,8 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     verifyTable: options.verifyTable ?? true,
     logger: options.logger ?? new ConsoleLockLogger(),
     onEvent: options.onEvent,
+    eventEmitter,
+    telemetry,
   };
 }
 

@@ -1,6 +1,7 @@
 /** The manager's bookkeeping types: held leases, waiting callers, per-key slots. */
 import type { LockHolder } from '../errors/lock.errors';
 import type { ScheduledLease } from './heartbeat.scheduler';
+import type { AcquireTrace, HoldTrace } from '../observability/lock.telemetry';
 import type { Lock } from './lock';
 
 /** A lock this manager holds. Times are on the local monotonic clock. */
@@ -23,6 +24,8 @@ export interface HeldLease extends ScheduledLease {
   acquiredAt: number;
   /** Waiters of other processes queued in the item, as last seen (drives release vs. promotion). */
   queuedElsewhere: number;
+  /** The hold span, when OpenTelemetry is in use. */
+  trace?: HoldTrace;
 }
 
 /** A caller waiting for a key. */
@@ -45,6 +48,10 @@ export interface Waiter {
   /** Last transient DynamoDB error while waiting: thrown at the deadline when no holder was ever seen. */
   lastError?: unknown;
   settled: boolean;
+  /** The `waiting` event was emitted. */
+  waiting?: boolean;
+  /** The acquire span, when OpenTelemetry is in use. */
+  trace?: AcquireTrace;
   resolve(lock: Lock): void;
   reject(error: unknown): void;
 }

@@ -16,7 +16,8 @@ import {
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';
-import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
+import type { AcquiredVia, LockEvent, LockEventListener } from '../interfaces/lock-event.interface';
+import { LockTelemetry, type LockTrace } from '../observability/lock.telemetry';
 import type { LockRecord } from '../store/lock-record';
 import { LockStore } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
@@ -61,6 +62,9 @@ export class LockManager implements LockHost, AcquisitionHost {
   );
   /** Acquisitions talking to DynamoDB now; shutdown waits for them. */
   private readonly attempts = new Set<Promise<void>>();
+  private readonly listeners = new Set<LockEventListener>();
+  private telemetry: LockTelemetry | undefined;
+  private readonly telemetryLoaded: Promise<void>;
   private closed = false;
 
   /** @throws LockConfigurationError when an option is invalid. */
@@ -68,6 +72,14 @@ export class LockManager implements LockHost, AcquisitionHost {
     this.options = resolveLockOptions(options);
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
+    if (this.options.onEvent) this.listeners.add(this.options.onEvent);
+    // `@opentelemetry/api` is an optional peer: loaded in the background, awaited by init().
+    this.telemetryLoaded = this.options.telemetry
+      ? LockTelemetry.load().then((telemetry) => {
+          this.telemetry = telemetry;
+          if (telemetry) this.listeners.add((event) => telemetry.record(event));
+        })
+      : Promise.resolve();
     this.store =
       options.store ??
       new LockStore(this.client, { tableName: this.options.tableName, ttlDays: this.options.ttlDays, logger: this.options.logger });
@@ -78,6 +90,7 @@ export class LockManager implements LockHost, AcquisitionHost {
    * @throws LockConfigurationError when the table is missing or has another key schema.
    */
   async init(): Promise<void> {
+    await this.telemetryLoaded;
     if (this.options.verifyTable || this.options.createTable) {
       await this.store.prepare(this.options.createTable);
     }
@@ -97,6 +110,7 @@ export class LockManager implements LockHost, AcquisitionHost {
       const nested = this.context.get(storedKey);
       if (nested?.isHeld) return Promise.resolve(nested.nested());
       waiter = this.newWaiter(key, storedKey, options);
+      waiter.trace = this.telemetry?.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -139,7 +153,9 @@ export class LockManager implements LockHost, AcquisitionHost {
    * @internal used by `withLock()` and the `@WithLock` decorator.
    */
   runHolding<T>(lock: Lock, fn: () => T): T {
-    return this.context.run(toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
+    const run = () => this.context.run(toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
+    const trace = this.leases.get(lock)?.trace;
+    return trace ? trace.run(run) : run();
   }
 
   /** Releases a lock, logging (not throwing) a failure. @internal */
@@ -248,14 +264,10 @@ export class LockManager implements LockHost, AcquisitionHost {
     // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
     if (handing) slot.polling = true;
     const released = (handedOver: boolean) =>
-      this.emit({
-        type: 'released',
-        key: lock.key,
-        owner: lock.owner,
-        fencingToken: lock.fencingToken,
-        heldMs: Math.round(heldMs),
-        handedOver,
-      });
+      this.emit(
+        { type: 'released', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs), handedOver },
+        lease.trace,
+      );
     return this.serial(lease, async () => {
       const next = handing ? this.nextWaiter(slot) : undefined;
       if (next) {
@@ -287,17 +299,34 @@ export class LockManager implements LockHost, AcquisitionHost {
     }
     await this.serial(lease, () => this.renew(lease, leaseMs, true));
     if (lease.state !== 'held') throw lease.controller.signal.reason;
-    this.emit({ type: 'extended', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, leaseMs });
+    this.emit({ type: 'extended', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, leaseMs }, lease.trace);
   }
 
-  /** @internal Passes an event to the `onEvent` listener, never letting it break the lock. */
-  emit(event: LockEvent): void {
-    if (!this.options.onEvent) return;
-    try {
-      this.options.onEvent(event);
-    } catch (error) {
-      this.options.logger.warn?.(EVENT_LISTENER_FAILED(event.type, error));
+  /**
+   * Adds a listener of every lock event (as the `onEvent` option does).
+   * @returns a function that removes the listener.
+   */
+  subscribe(listener: LockEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** @internal Passes an event to the trace of its acquisition or hold and to the listeners, never letting one break the lock. */
+  emit(event: LockEvent, trace?: LockTrace): void {
+    for (const listener of trace ? [trace.onEvent.bind(trace), ...this.listeners] : this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.options.logger.warn?.(EVENT_LISTENER_FAILED(event.type, error));
+      }
     }
+  }
+
+  /** @internal Emits the `waiting` event of a waiter, once: the key is busy and the call waits. */
+  noteWaiting(waiter: Waiter): void {
+    if (waiter.waiting) return;
+    waiter.waiting = true;
+    this.emit({ type: 'waiting', key: waiter.key, owner: waiter.owner, holder: waiter.holder }, waiter.trace);
   }
 
   // ---- Waiting ----
@@ -329,6 +358,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   private enqueue(waiter: Waiter, signal: AbortSignal | undefined): void {
     const slot = this.slotFor(waiter.storedKey);
     if (slot.holder && waiter.deadline <= waiter.startedAt) return this.settle(waiter, this.busyError(waiter));
+    const behind = slot.holder !== undefined || slot.polling || this.nextWaiter(slot) !== undefined;
     slot.waiters.push(waiter);
     const onAbort = () => this.settle(waiter, signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -340,6 +370,12 @@ export class LockManager implements LockHost, AcquisitionHost {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     });
+    if (behind && waiter.deadline > waiter.startedAt) {
+      // Queued behind a caller of this process: it holds the key or is getting it.
+      if (slot.holder)
+        waiter.holder = { owner: this.options.ownerName, fencingToken: slot.holder.lock.fencingToken, leaseDuration: slot.holder.leaseMs };
+      this.noteWaiting(waiter);
+    }
     this.pump(slot);
   }
 
@@ -354,8 +390,8 @@ export class LockManager implements LockHost, AcquisitionHost {
       waiter.resolve(outcome);
     } else {
       if (outcome instanceof LockBusyError) {
-        this.emit({ type: 'busy', key: waiter.key, owner: waiter.owner, holder: outcome.holder, waitedMs: outcome.waitedMs });
-      }
+        this.emit({ type: 'busy', key: waiter.key, owner: waiter.owner, holder: outcome.holder, waitedMs: outcome.waitedMs }, waiter.trace);
+      } else waiter.trace?.fail(outcome);
       waiter.cancel.abort(outcome);
       waiter.reject(outcome);
     }
@@ -482,7 +518,14 @@ export class LockManager implements LockHost, AcquisitionHost {
     this.leases.set(lock, lease);
     this.scheduler.add(lease);
     const waitedMs = Math.round(monotonicNow() - waiter.startedAt);
-    this.emit({ type: 'acquired', key: waiter.key, owner: waiter.owner, fencingToken: lock.fencingToken, waitedMs, via });
+    if (via === 'takeover') {
+      this.emit(
+        { type: 'takeover', key: waiter.key, owner: waiter.owner, fencingToken: lock.fencingToken, previousHolder: waiter.holder },
+        waiter.trace,
+      );
+    }
+    this.emit({ type: 'acquired', key: waiter.key, owner: waiter.owner, fencingToken: lock.fencingToken, waitedMs, via }, waiter.trace);
+    lease.trace = waiter.trace?.startHold(waiter.key, waiter.owner, lock.fencingToken);
     return lease;
   }
 
@@ -539,7 +582,7 @@ export class LockManager implements LockHost, AcquisitionHost {
         lease.nextBeatAt = monotonicNow() + Math.min(jitter(Math.max(RETRY_MIN_MS, lease.heartbeatMs / 4)), Math.max(0, left / 2));
       }
       const delayMs = Math.max(0, Math.round(lease.nextBeatAt - monotonicNow()));
-      this.emit({ type: 'retry', key: lease.lock.key, owner: lease.lock.owner, operation: 'heartbeat', error, delayMs });
+      this.emit({ type: 'retry', key: lease.lock.key, owner: lease.lock.owner, operation: 'heartbeat', error, delayMs }, lease.trace);
       if (rethrow) throw error;
     }
   }
@@ -562,14 +605,17 @@ export class LockManager implements LockHost, AcquisitionHost {
           : LOCK_GONE(key);
     const error = new LockLostError(message, key, reason, cause === undefined ? undefined : { cause });
     this.options.logger.warn?.(message);
-    this.emit({
-      type: 'lost',
-      key,
-      owner: this.options.ownerName,
-      fencingToken: lease.lock.fencingToken,
-      heldMs: Math.round(monotonicNow() - lease.acquiredAt),
-      reason,
-    });
+    this.emit(
+      {
+        type: 'lost',
+        key,
+        owner: this.options.ownerName,
+        fencingToken: lease.lock.fencingToken,
+        heldMs: Math.round(monotonicNow() - lease.acquiredAt),
+        reason,
+      },
+      lease.trace,
+    );
     lease.controller.abort(error);
     if (slot?.holder === lease) {
       slot.holder = undefined;

@@ -8,6 +8,7 @@ import { isTransientError } from '../store/transient-error';
 import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
 import type { KeyHistory } from './key-history';
 import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
+import type { LockTrace } from '../observability/lock.telemetry';
 import { type HeldLease, type Waiter, writeOf } from './lock-state';
 
 /** Shortest pause between polls, and the first one when nothing is known about the holder. */
@@ -26,7 +27,9 @@ export interface AcquisitionHost {
   readonly options: { readonly logger: LoggerService; readonly leaseMs: number; readonly maxPollMs: number };
   /** Starts holding the lock described by `record`, valid from monotonic time `validFrom`. */
   hold(waiter: Waiter, record: LockRecord, validFrom: number, via: AcquiredVia): HeldLease;
-  emit(event: LockEvent): void;
+  emit(event: LockEvent, trace?: LockTrace): void;
+  /** Emits the `waiting` event of a waiter, once. */
+  noteWaiting(waiter: Waiter): void;
   busyError(waiter: Waiter): LockBusyError;
 }
 
@@ -107,6 +110,8 @@ export class RemoteAcquisition {
       if (result && step.kind === 'write' && step.condition.kind === 'handover')
         host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
       if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt, VIA[step.condition.kind]);
+      // Queued behind the holder its answer showed.
+      if (result?.ok && step.kind === 'enqueue') host.noteWaiting(waiter);
       // Servers that do not return the blocking item (dynalite) need a read.
       if (result && !result.ok && !result.current) await this.read();
     }
@@ -172,7 +177,10 @@ export class RemoteAcquisition {
       if (monotonicNow() >= this.waiter.deadline) throw error;
       const pause = Math.min(jitter(this.retryMs), Math.max(0, this.waiter.deadline - monotonicNow()));
       this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, pause));
-      this.host.emit({ type: 'retry', key: this.waiter.key, owner: this.waiter.owner, operation: 'acquire', error, delayMs: pause });
+      this.host.emit(
+        { type: 'retry', key: this.waiter.key, owner: this.waiter.owner, operation: 'acquire', error, delayMs: pause },
+        this.waiter.trace,
+      );
       await sleep(pause, this.waiter.cancel.signal);
       this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
       return undefined;

@@ -86,7 +86,11 @@ export const TTL_UNSUPPORTED = (tableName: string, error: unknown) =>
 
 export const TABLE_CREATED = (tableName: string) => `Created DynamoDB lock table "${tableName}" (on-demand, TTL on attribute "ttl").`;
 
-export const EVENT_LISTENER_FAILED = (type: string, error: unknown) => `onEvent listener threw on "${type}" (ignored): ${errorText(error)}`;
+export const EVENT_LISTENER_FAILED = (type: string, error: unknown) =>
+  `Lock event listener threw on "${type}" (ignored): ${errorText(error)}`;
+
+export const EVENT_EMITTER_MISSING = () =>
+  `DynamoLockModule option "eventEmitter" is true, but the app has no EventEmitter2: install @nestjs/event-emitter and import EventEmitterModule.forRoot() in the app module, or set eventEmitter to 'auto' (use it when present) or false.`;
 
 export const MANAGER_CLOSED = () => `The lock service has been shut down; no new locks can be acquired.`;
 

@@ -1,7 +1,7 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { LoggerService } from '@nestjs/common';
 import type { LockStorePort } from '../store/lock-store.interface';
-import type { LockEvent } from './lock-event.interface';
+import type { LockEventListener } from './lock-event.interface';
 import type { Duration } from '../utils/duration';
 
 /** Options of `DynamoLockModule.forRoot()` and of a standalone `LockManager`. */
@@ -41,10 +41,24 @@ export interface DynamoLockOptions {
    */
   store?: LockStorePort;
   /**
-   * Called with every lock event (acquired, busy, extended, released, lost, retry), in order.
-   * Must not throw (a throw is logged and ignored); keep it fast, it runs on the lock's path.
+   * Called with every lock event (waiting, takeover, acquired, busy, extended, released, lost,
+   * retry), in order. Must not throw (a throw is logged and ignored); keep it fast, it runs on
+   * the lock's path. More listeners can be added with `subscribe()`.
    */
-  onEvent?: (event: LockEvent) => void;
+  onEvent?: LockEventListener;
+  /**
+   * Emit every lock event on the app's `EventEmitter2` as `dynamo-lock.<type>` (see
+   * `LOCK_EVENT_NAMES`). `'auto'` (default): when `@nestjs/event-emitter` is installed and its
+   * module imported; `true`: the same, failing the start-up when it is not; `false`: never.
+   * Only `DynamoLockModule` reads it.
+   */
+  eventEmitter?: boolean | 'auto';
+  /**
+   * Record OpenTelemetry spans (`dynamo_lock.acquire`, `dynamo_lock.hold`) and metrics through
+   * the global providers of `@opentelemetry/api`, when that package is installed. Default `true`;
+   * without a registered SDK the API's no-op providers make it free.
+   */
+  telemetry?: boolean;
   /** Logger; default a Nest `Logger` with context `DynamoLock` in `LockService`, warnings on stderr for a standalone `LockManager`. */
   logger?: LoggerService;
 }

@@ -22,13 +22,25 @@ interface LockEventBase {
 }
 
 /**
- * A lock event, passed to the `onEvent` option: for metrics, tracing and audit logs.
- * `waitedMs`/`heldMs` are measured on the local monotonic clock.
+ * A lock event, passed to `onEvent` listeners and to `@nestjs/event-emitter`: for metrics,
+ * tracing and audit logs. `waitedMs`/`heldMs` are measured on the local monotonic clock.
+ *
+ * One acquisition emits, in order: `waiting` (only when the key was busy and the call waits),
+ * `takeover` (only when the previous holder's lease ran out), then `acquired` or `busy`;
+ * while held, `extended` and `retry`; at the end `released` or `lost`.
  */
 export type LockEvent =
+  | (LockEventBase & { type: 'waiting'; holder?: LockHolder })
+  | (LockEventBase & { type: 'takeover'; fencingToken: number; previousHolder?: LockHolder })
   | (LockEventBase & { type: 'acquired'; fencingToken: number; waitedMs: number; via: AcquiredVia })
   | (LockEventBase & { type: 'busy'; holder?: LockHolder; waitedMs: number })
   | (LockEventBase & { type: 'extended'; fencingToken: number; leaseMs: number })
   | (LockEventBase & { type: 'released'; fencingToken: number; heldMs: number; handedOver: boolean })
   | (LockEventBase & { type: 'lost'; fencingToken: number; heldMs: number; reason: LockLostReason })
-  | (LockEventBase & { type: 'retry'; operation: string; error: unknown; delayMs: number });
+  | (LockEventBase & { type: 'retry'; operation: 'acquire' | 'heartbeat'; error: unknown; delayMs: number });
+
+/** The `type` of a {@link LockEvent}. */
+export type LockEventType = LockEvent['type'];
+
+/** A listener of lock events. Must not throw (a throw is logged and ignored); it runs on the lock's path. */
+export type LockEventListener = (event: LockEvent) => void;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LockEvent } from '../../lib';
+import type { LockEvent, LockEventOf } from '../../lib';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
@@ -45,9 +45,14 @@ describeEachServer('lock events (onEvent)', (server) => {
     expect(await other.tryAcquire(key)).toBeNull();
     await first.release();
     await (await second).release();
-    expect(log.types()).toEqual(['acquired:free', 'busy', 'released', 'acquired:handover', 'released']);
-    expect(log.events[1]).toMatchObject({ type: 'busy', owner: 'other', holder: { fencingToken: first.fencingToken } });
-    expect(log.events[2]).toMatchObject({ type: 'released', handedOver: true });
+    expect(log.types()).toEqual(['acquired:free', 'waiting', 'busy', 'released', 'acquired:handover', 'released']);
+    expect(log.events[1]).toMatchObject({
+      type: 'waiting',
+      owner: manager.options.ownerName,
+      holder: { fencingToken: first.fencingToken },
+    });
+    expect(log.events[2]).toMatchObject({ type: 'busy', owner: 'other', holder: { fencingToken: first.fencingToken } });
+    expect(log.events[3]).toMatchObject({ type: 'released', handedOver: true });
   });
 
   it('reports a takeover to the new holder and the loss to the old one', async () => {
@@ -59,8 +64,44 @@ describeEachServer('lock events (onEvent)', (server) => {
     const lock = await waiter.acquire(key, { wait: '10s' });
     await sleep(50);
     const types = log.events.map((e) => `${e.owner}:${e.type}${'via' in e ? `:${e.via}` : ''}${'reason' in e ? `:${e.reason}` : ''}`);
-    expect(types).toEqual(['dead:acquired:free', 'dead:lost:expired', 'waiter:acquired:takeover']);
+    expect(types).toEqual(['dead:acquired:free', 'waiter:waiting', 'dead:lost:expired', 'waiter:takeover', 'waiter:acquired:takeover']);
+    const deadToken = (log.events[0] as LockEventOf<'acquired'>).fencingToken;
+    expect(log.events[1]).toMatchObject({ holder: { owner: 'dead', fencingToken: deadToken } });
+    expect(log.events[3]).toMatchObject({ fencingToken: lock.fencingToken, previousHolder: { owner: 'dead', fencingToken: deadToken } });
     await lock.release();
+  });
+
+  it('reports a waiter of another process: waiting (with the holder), then its turn', async () => {
+    const log = recorded();
+    const holder = fixture.manager({ ownerName: 'holder', onEvent: log.onEvent });
+    const waiter = fixture.manager({ ownerName: 'waiter', onEvent: log.onEvent });
+    const key = newKey('remote');
+    const held = await holder.acquire(key);
+    const waiting = waiter.acquire(key, { wait: '10s' });
+    for (let i = 0; i < 200 && !log.events.some((e) => e.type === 'waiting'); i++) await sleep(10);
+    await held.release();
+    const lock = await waiting;
+    await lock.release();
+    const types = log.events.map((e) => `${e.owner}:${e.type}${'via' in e ? `:${e.via}` : ''}`);
+    // Promoted by the release when the holder had seen the queue (its heartbeat), else first of the queue.
+    const via = (log.events[3] as LockEventOf<'acquired'>).via;
+    expect(types).toEqual(['holder:acquired:free', 'waiter:waiting', 'holder:released', `waiter:acquired:${via}`, 'waiter:released']);
+    expect(['promotion', 'queue-head']).toContain(via);
+    expect(log.events[1]).toMatchObject({ key, holder: { owner: 'holder', fencingToken: held.fencingToken } });
+    expect(lock.fencingToken).toBe(held.fencingToken + 1);
+  });
+
+  it('adds and removes listeners with subscribe(), next to onEvent', async () => {
+    const log = recorded();
+    const seen: string[] = [];
+    const manager = fixture.manager({ onEvent: log.onEvent });
+    const unsubscribe = manager.subscribe((event) => seen.push(event.type));
+    const key = newKey('subscribe');
+    await (await manager.acquire(key)).release();
+    unsubscribe();
+    await (await manager.acquire(key)).release();
+    expect(seen).toEqual(['acquired', 'released']);
+    expect(log.types()).toEqual(['acquired:free', 'released', 'acquired:free', 'released']);
   });
 
   it('reports retries after transient errors, and survives a listener that throws', async () => {
@@ -75,7 +116,7 @@ describeEachServer('lock events (onEvent)', (server) => {
     const lock = await manager.acquire(newKey('retry'), { wait: '20s' });
     expect(events.map((e) => e.type)).toEqual(['retry', 'acquired']);
     expect(events[0]).toMatchObject({ operation: 'acquire', delayMs: expect.any(Number) });
-    expect(manager.logger.at('warn').some((m) => m.includes('onEvent listener threw on "retry"'))).toBe(true);
+    expect(manager.logger.at('warn').some((m) => m.includes('Lock event listener threw on "retry"'))).toBe(true);
     await lock.release();
   }, 30_000);
 });

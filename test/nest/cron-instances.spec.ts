@@ -127,7 +127,10 @@ describeEachServer('@Cron + @WithLock across app instances', (server) => {
     // The first tick may come before every process is up; later ones must each run once.
     expectOncePerTick(runs, 3);
     expect(new Set(runs.map((r) => r.instance)).size).toBeGreaterThanOrEqual(1);
-    expect(logs.filter((l) => l.level !== 'debug')).toEqual([]);
+    // The cron package itself warns when a loaded machine fires a timer late; that line is not ours.
+    const cronTimingWarning = (l: { level: string; m: string }) =>
+      l.level === 'stderr' && l.m.startsWith('[Cron] Missed execution deadline');
+    expect(logs.filter((l) => l.level !== 'debug' && !cronTimingWarning(l))).toEqual([]);
     expect(logs.filter((l) => l.m.startsWith('Skipped ReportJob.run')).length).toBeGreaterThanOrEqual(3);
   }, 30_000);
 });

@@ -26,7 +26,14 @@ import { createTestClient, deleteTable, type TestServer, testServers, uniqueTabl
 /** The NestJS 11 release the CommonJS app installs (the previous major; exact, for the npm cache). */
 const NEST_11 = '11.2.10';
 /** Peer dependencies the Nest 12 app installs, at the versions in this repository's node_modules. */
-const NEST_12_APP_DEPS = ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs', '@aws-sdk/client-dynamodb'];
+const NEST_12_APP_DEPS = [
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/event-emitter',
+  'reflect-metadata',
+  'rxjs',
+  '@aws-sdk/client-dynamodb',
+];
 /** What the tarball may contain, besides nothing. */
 const ALLOWED_ENTRY = /^package\/(dist\/.+|README\.md|LICENSE|package\.json)$/;
 const NPM_INSTALL = ['install', '--no-audit', '--no-fund', '--prefer-offline', '--strict-peer-deps'];
@@ -67,6 +74,8 @@ interface AppReport {
   requireModule?: boolean | null;
   oneNest?: boolean;
   nestDirs?: string[];
+  /** Names of the lock events the app's EventEmitter2 saw (the ES-module app only). */
+  events?: string[];
   decorated: { key: string; fencingToken: number; seenToken: number | null };
   service: { fencingToken: number; heldToken: number | null; busyWhileHeld: boolean; afterRelease: unknown; againToken: number };
 }
@@ -167,9 +176,9 @@ function exportTargets(value: unknown): string[] {
   return [];
 }
 
-/** The specifiers a compiled CommonJS file requires (tsc emits `import()` as `require` too). */
+/** The specifiers a compiled CommonJS file loads: `require()` and (for optional peers) `import()`. */
 function requiredSpecifiers(source: string): string[] {
-  return [...source.matchAll(/\brequire\((["'])([^"']+)\1\)/g)].map((match) => match[2]);
+  return [...source.matchAll(/\b(?:require|import)\((["'])([^"']+)\1\)/g)].map((match) => match[2]);
 }
 
 /** The npm package a bare specifier names (`@scope/name/sub` → `@scope/name`); null for relative and built-in ones. */
@@ -376,14 +385,20 @@ describe('npm package: pack, install from the tarball, run', () => {
       expect(cli?.body.toString('utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
     });
 
-    it('depends on commander only; Nest, rxjs, reflect-metadata and the AWS SDK are peers, Nest ones optional', () => {
+    it('depends on commander only; Nest, rxjs, reflect-metadata, OpenTelemetry and the AWS SDK are peers, all but the SDK optional', () => {
+      const optionalPeers = [
+        '@nestjs/common',
+        '@nestjs/core',
+        '@nestjs/event-emitter',
+        '@nestjs/terminus',
+        '@opentelemetry/api',
+        'reflect-metadata',
+        'rxjs',
+      ];
       expect(Object.keys(manifest.dependencies ?? {})).toEqual(['commander']);
-      expect(Object.keys(manifest.peerDependencies ?? {}).sort()).toEqual(
-        ['@aws-sdk/client-dynamodb', '@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'reflect-metadata', 'rxjs'].sort(),
-      );
+      expect(Object.keys(manifest.peerDependencies ?? {}).sort()).toEqual(['@aws-sdk/client-dynamodb', ...optionalPeers].sort());
       const optional = (name: string) => manifest.peerDependenciesMeta?.[name]?.optional === true;
-      for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'reflect-metadata', 'rxjs'])
-        expect({ name, optional: optional(name) }).toEqual({ name, optional: true });
+      for (const name of optionalPeers) expect({ name, optional: optional(name) }).toEqual({ name, optional: true });
       expect(optional('@aws-sdk/client-dynamodb')).toBe(false);
     });
 
@@ -491,7 +506,7 @@ describe('npm package: pack, install from the tarball, run', () => {
       return report;
     }
 
-    it(`runs in a NestJS 12 ES-module app: forRoot, @WithLock, LockService against the server`, async () => {
+    it(`runs in a NestJS 12 ES-module app: forRoot, @WithLock, LockService against the server, events on EventEmitter2`, async () => {
       const report = await runNestApp(esmApp, 'nest-esm-app.mjs', 'nest12-esm');
       expect(report.format).toBe('esm');
       expect(report.nestCore).toBe(pinned('@nestjs/core').split('@').at(-1));
@@ -499,6 +514,13 @@ describe('npm package: pack, install from the tarball, run', () => {
       // The CommonJS library gets ES-module Nest through require(esm): the app's own instance.
       expect(report.requireModule).toBe(true);
       expect(report.oneNest).toBe(true);
+      // The library finds the app's ES-module @nestjs/event-emitter through import(): every lock event arrives.
+      expect(report.events?.slice(0, 4)).toEqual([
+        'dynamo-lock.acquired',
+        'dynamo-lock.released',
+        'dynamo-lock.acquired',
+        'dynamo-lock.busy',
+      ]);
     }, 40_000);
 
     it(`runs in a NestJS ${NEST_11} CommonJS app: forRoot, @WithLock, LockService against the server`, async () => {
