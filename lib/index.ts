@@ -3,6 +3,7 @@
  * @module nestjs-dynamo-lock
  */
 export { DynamoLockModule } from './dynamo-lock.module';
+export type { DynamoLockTestingOptions } from './testing/dynamo-lock-testing.module';
 export {
   DYNAMO_LOCK_OPTIONS,
   DYNAMO_LOCK_OPTIONS_TYPE,
@@ -16,11 +17,11 @@ export { LockInterceptor, type LockConflictBody } from './interceptors/lock.inte
 export type { WithLockOptions } from './interfaces/with-lock-options.interface';
 export { LockManager } from './core/lock.manager';
 export { Lock } from './core/lock';
-export { DEFAULTS } from './core/lock-options.resolver';
+export { DEFAULTS, type ResolvedLockOptions } from './core/lock-options.resolver';
 export type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
 export type { AcquireOptions } from './interfaces/acquire-options.interface';
 export type { LockInfo } from './interfaces/lock-info.interface';
-export type { AcquiredVia, LockEvent, LockEventListener, LockEventType } from './interfaces/lock-event.interface';
+export type { AcquiredVia, LockEvent, LockEventBase, LockEventListener, LockEventType } from './interfaces/lock-event.interface';
 export { LOCK_EVENT_NAMES, type LockEventOf } from './observability/lock-event.names';
 export {
   DynamoLockError,
@@ -34,7 +35,7 @@ export {
   type LockLostReason,
 } from './errors/lock.errors';
 export { type Duration, parseDuration } from './utils/duration';
-export { createLockTable, ensureLockTable } from './store/lock-table';
+export { createLockTable, ensureLockTable, type EnsureTableOptions } from './store/lock-table';
 export type { LockStorePort } from './store/lock-store.interface';
 export { MemoryLockStore } from './store/memory-lock.store';
 export type { LockRecord, QueuedWaiter } from './store/lock-record';

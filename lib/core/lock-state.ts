@@ -26,6 +26,8 @@ export interface HeldLease extends ScheduledLease {
   queuedElsewhere: number;
   /** The hold span, when OpenTelemetry is in use. */
   trace?: HoldTrace;
+  /** Its caller had given up before it was acquired: released at once, and no event tells of it. */
+  quiet?: boolean;
 }
 
 /** A caller waiting for a key. */

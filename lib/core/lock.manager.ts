@@ -7,6 +7,7 @@ import {
   LOCK_GONE,
   LOCK_TAKEN,
   EVENT_LISTENER_FAILED,
+  TELEMETRY_UNAVAILABLE,
   MANAGER_CLOSED,
   NOT_HELD_FOR_EXTEND,
   RELEASE_FAILED,
@@ -64,7 +65,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   private readonly attempts = new Set<Promise<void>>();
   private readonly listeners = new Set<LockEventListener>();
   private telemetry: LockTelemetry | undefined;
-  private readonly telemetryLoaded: Promise<void>;
+  private telemetryLoaded: Promise<void> = Promise.resolve();
   private closed = false;
 
   /** @throws LockConfigurationError when an option is invalid. */
@@ -73,13 +74,7 @@ export class LockManager implements LockHost, AcquisitionHost {
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
     if (this.options.onEvent) this.listeners.add(this.options.onEvent);
-    // `@opentelemetry/api` is an optional peer: loaded in the background, awaited by init().
-    this.telemetryLoaded = this.options.telemetry
-      ? LockTelemetry.load().then((telemetry) => {
-          this.telemetry = telemetry;
-          if (telemetry) this.listeners.add((event) => telemetry.record(event));
-        })
-      : Promise.resolve();
+    if (this.options.telemetry) this.loadTelemetry();
     this.store =
       options.store ??
       new LockStore(this.client, { tableName: this.options.tableName, ttlDays: this.options.ttlDays, logger: this.options.logger });
@@ -263,29 +258,31 @@ export class LockManager implements LockHost, AcquisitionHost {
     const handing = slot !== undefined && !this.closed && lease.queuedElsewhere === 0 && this.nextWaiter(slot) !== undefined;
     // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
     if (handing) slot.polling = true;
-    const released = (handedOver: boolean) =>
-      this.emit(
-        { type: 'released', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs), handedOver },
-        lease.trace,
-      );
+    const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
+    const released = (handedOver: boolean) => this.emitFor(lease, { type: 'released', ...base, handedOver });
+    const failed = (outcome: 'not-held' | 'error', error?: unknown) =>
+      this.emitFor(lease, { type: 'release-failed', ...base, outcome, error });
     return this.serial(lease, async () => {
       const next = handing ? this.nextWaiter(slot) : undefined;
-      if (next) {
-        released(true);
-        return this.handOver(lease, next, slot!);
-      }
-      if (handing) slot.polling = false;
       let done: boolean;
       try {
-        done = await this.releaseRemote(lease, heldMs);
+        if (next) done = await this.handOver(lease, next, slot!, () => released(true));
+        else {
+          if (handing) slot.polling = false;
+          done = await this.releaseRemote(lease, heldMs);
+          if (done) released(lease.queuedElsewhere > 0);
+        }
       } catch (error) {
         // The release may not have happened: if this process finds the token still holding the
         // lock later, it takes it over at once instead of waiting out the lease.
         this.history.addOrphan(lease.storedKey, lease.token);
+        failed('error', error);
         throw error;
       }
-      if (done) released(lease.queuedElsewhere > 0);
-      else this.options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
+      if (!done) {
+        this.options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
+        failed('not-held');
+      }
       return done;
     }).finally(() => slot && this.pump(slot));
   }
@@ -299,7 +296,7 @@ export class LockManager implements LockHost, AcquisitionHost {
     }
     await this.serial(lease, () => this.renew(lease, leaseMs, true));
     if (lease.state !== 'held') throw lease.controller.signal.reason;
-    this.emit({ type: 'extended', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, leaseMs }, lease.trace);
+    this.emitFor(lease, { type: 'extended', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, leaseMs });
   }
 
   /**
@@ -313,13 +310,23 @@ export class LockManager implements LockHost, AcquisitionHost {
 
   /** @internal Passes an event to the trace of its acquisition or hold and to the listeners, never letting one break the lock. */
   emit(event: LockEvent, trace?: LockTrace): void {
+    const failed = (error: unknown) => {
+      this.options.logger.warn?.(EVENT_LISTENER_FAILED(event.type, error));
+    };
     for (const listener of trace ? [trace.onEvent.bind(trace), ...this.listeners] : this.listeners) {
       try {
-        listener(event);
+        const result: unknown = listener(event);
+        // An async listener: its rejection is logged too, never left unhandled.
+        if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') Promise.resolve(result).catch(failed);
       } catch (error) {
-        this.options.logger.warn?.(EVENT_LISTENER_FAILED(event.type, error));
+        failed(error);
       }
     }
+  }
+
+  /** Emits an event of a held lease, unless no caller ever saw that lease (see `hold()`). */
+  private emitFor(lease: HeldLease, event: LockEvent): void {
+    if (!lease.quiet) this.emit(event, lease.trace);
   }
 
   /** @internal Emits the `waiting` event of a waiter, once: the key is busy and the call waits. */
@@ -327,6 +334,24 @@ export class LockManager implements LockHost, AcquisitionHost {
     if (waiter.waiting) return;
     waiter.waiting = true;
     this.emit({ type: 'waiting', key: waiter.key, owner: waiter.owner, holder: waiter.holder }, waiter.trace);
+  }
+
+  /** Uses OpenTelemetry when `@opentelemetry/api` is installed: at once, or (ES module) by `init()`. */
+  private loadTelemetry(): void {
+    const use = (telemetry: LockTelemetry | undefined) => {
+      this.telemetry = telemetry;
+      if (telemetry) this.listeners.add((event) => telemetry.record(event));
+    };
+    const failed = (error: unknown) => {
+      this.options.logger.warn?.(TELEMETRY_UNAVAILABLE(error));
+    };
+    try {
+      const loaded = LockTelemetry.load();
+      if (loaded instanceof Promise) this.telemetryLoaded = loaded.then(use, failed);
+      else use(loaded);
+    } catch (error) {
+      failed(error);
+    }
   }
 
   // ---- Waiting ----
@@ -357,8 +382,9 @@ export class LockManager implements LockHost, AcquisitionHost {
 
   private enqueue(waiter: Waiter, signal: AbortSignal | undefined): void {
     const slot = this.slotFor(waiter.storedKey);
-    if (slot.holder && waiter.deadline <= waiter.startedAt) return this.settle(waiter, this.busyError(waiter));
-    const behind = slot.holder !== undefined || slot.polling || this.nextWaiter(slot) !== undefined;
+    // Another caller of this process holds the key, or is ahead in the queue for it.
+    const behind = slot.holder !== undefined || this.nextWaiter(slot) !== undefined;
+    if (behind && waiter.deadline <= waiter.startedAt) return this.settle(waiter, this.busyError(waiter));
     slot.waiters.push(waiter);
     const onAbort = () => this.settle(waiter, signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -370,8 +396,7 @@ export class LockManager implements LockHost, AcquisitionHost {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     });
-    if (behind && waiter.deadline > waiter.startedAt) {
-      // Queued behind a caller of this process: it holds the key or is getting it.
+    if (behind) {
       if (slot.holder)
         waiter.holder = { owner: this.options.ownerName, fencingToken: slot.holder.lock.fencingToken, leaseDuration: slot.holder.leaseMs };
       this.noteWaiting(waiter);
@@ -425,11 +450,12 @@ export class LockManager implements LockHost, AcquisitionHost {
   }
 
   /** Hands a released lock straight to the next local waiter: one write that swaps the owner token. */
-  private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot): Promise<boolean> {
+  private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot, released: () => void): Promise<boolean> {
     const sentAt = monotonicNow();
     try {
       const result = await this.store.acquire({ ...writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
       if (!result.ok) return false;
+      released();
       const lease = this.hold(waiter, result.record, sentAt, 'handover');
       slot.holder = lease;
       if (waiter.settled) void this.releaseQuietly(lease.lock);
@@ -517,6 +543,10 @@ export class LockManager implements LockHost, AcquisitionHost {
     };
     this.leases.set(lock, lease);
     this.scheduler.add(lease);
+    // A caller that gave up while the write was in flight never sees this lock, which is released
+    // at once: no event tells of it.
+    lease.quiet = waiter.settled;
+    if (lease.quiet) return lease;
     const waitedMs = Math.round(monotonicNow() - waiter.startedAt);
     if (via === 'takeover') {
       this.emit(
@@ -582,7 +612,7 @@ export class LockManager implements LockHost, AcquisitionHost {
         lease.nextBeatAt = monotonicNow() + Math.min(jitter(Math.max(RETRY_MIN_MS, lease.heartbeatMs / 4)), Math.max(0, left / 2));
       }
       const delayMs = Math.max(0, Math.round(lease.nextBeatAt - monotonicNow()));
-      this.emit({ type: 'retry', key: lease.lock.key, owner: lease.lock.owner, operation: 'heartbeat', error, delayMs }, lease.trace);
+      this.emitFor(lease, { type: 'retry', key: lease.lock.key, owner: lease.lock.owner, operation: 'heartbeat', error, delayMs });
       if (rethrow) throw error;
     }
   }
@@ -605,17 +635,14 @@ export class LockManager implements LockHost, AcquisitionHost {
           : LOCK_GONE(key);
     const error = new LockLostError(message, key, reason, cause === undefined ? undefined : { cause });
     this.options.logger.warn?.(message);
-    this.emit(
-      {
-        type: 'lost',
-        key,
-        owner: this.options.ownerName,
-        fencingToken: lease.lock.fencingToken,
-        heldMs: Math.round(monotonicNow() - lease.acquiredAt),
-        reason,
-      },
-      lease.trace,
-    );
+    this.emitFor(lease, {
+      type: 'lost',
+      key,
+      owner: this.options.ownerName,
+      fencingToken: lease.lock.fencingToken,
+      heldMs: Math.round(monotonicNow() - lease.acquiredAt),
+      reason,
+    });
     lease.controller.abort(error);
     if (slot?.holder === lease) {
       slot.holder = undefined;

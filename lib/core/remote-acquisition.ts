@@ -35,7 +35,7 @@ export interface AcquisitionHost {
 
 const VIA: Record<AcquireCondition['kind'], AcquiredVia> = { free: 'free', head: 'queue-head', takeover: 'takeover', handover: 'handover' };
 
-type Step = { kind: 'write'; condition: AcquireCondition; queuedAt?: number } | { kind: 'enqueue' } | { kind: 'wait' };
+type Step = { kind: 'write'; condition: AcquireCondition; queuedAt?: number; via?: AcquiredVia } | { kind: 'enqueue' } | { kind: 'wait' };
 
 /**
  * Takes a lock from DynamoDB for one waiter: the head of this process's local queue.
@@ -109,7 +109,7 @@ export class RemoteAcquisition {
       );
       if (result && step.kind === 'write' && step.condition.kind === 'handover')
         host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
-      if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt, VIA[step.condition.kind]);
+      if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt, step.via ?? VIA[step.condition.kind]);
       // Queued behind the holder its answer showed.
       if (result?.ok && step.kind === 'enqueue') host.noteWaiting(waiter);
       // Servers that do not return the blocking item (dynalite) need a read.
@@ -137,6 +137,8 @@ export class RemoteAcquisition {
     const now = monotonicNow();
     if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
       // The record did not change for a whole lease: its holder (or the queue's head) is gone.
+      // Without a holder (a queue head that never claimed the lock) there is no previous holder to report.
+      if (this.observed.holder === undefined) waiter.holder = undefined;
       return {
         kind: 'write',
         condition: { kind: 'takeover', rvn: this.observed.rvn, holder: this.observed.holder },
@@ -144,8 +146,9 @@ export class RemoteAcquisition {
       };
     }
     if (current.token && this.host.history.isOrphan(waiter.storedKey, current.token)) {
-      // Our own token that no caller holds (a failed release, an abandoned waiter): take it over now.
-      return { kind: 'write', condition: { kind: 'handover', fromToken: current.token }, queuedAt: this.queuedAt };
+      // Our own token that no caller holds (a lease that ran out, a failed release, an abandoned
+      // waiter): take it over now.
+      return { kind: 'write', condition: { kind: 'handover', fromToken: current.token }, queuedAt: this.queuedAt, via: 'takeover' };
     }
     if (!current.token) {
       if (current.queue.length === 0) return { kind: 'write', condition: { kind: 'free' } };

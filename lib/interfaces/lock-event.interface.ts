@@ -10,11 +10,14 @@ export type AcquiredVia =
   | 'promotion'
   /** It was free and this waiter was the head of the queue. */
   | 'queue-head'
-  /** The previous holder stopped renewing it for a whole lease and was taken over. */
+  /**
+   * The previous holder stopped renewing it for a whole lease and was taken over; or its lease
+   * was one of this process that ran out (or whose release failed), taken back at once.
+   */
   | 'takeover';
 
 /** What every event carries. */
-interface LockEventBase {
+export interface LockEventBase {
   /** The key as given to `acquire()`. */
   key: string;
   /** Owner name of this service. */
@@ -27,7 +30,9 @@ interface LockEventBase {
  *
  * One acquisition emits, in order: `waiting` (only when the key was busy and the call waits),
  * `takeover` (only when the previous holder's lease ran out), then `acquired` or `busy`;
- * while held, `extended` and `retry`; at the end `released` or `lost`.
+ * while held, `extended` and `retry`; at the end `released`, `release-failed` or `lost`.
+ * An acquisition that fails with an error (DynamoDB, the caller's signal, shutdown) emits
+ * no outcome: the caller gets the error.
  */
 export type LockEvent =
   | (LockEventBase & { type: 'waiting'; holder?: LockHolder })
@@ -37,6 +42,12 @@ export type LockEvent =
   | (LockEventBase & { type: 'extended'; fencingToken: number; leaseMs: number })
   | (LockEventBase & { type: 'released'; fencingToken: number; heldMs: number; handedOver: boolean })
   | (LockEventBase & { type: 'lost'; fencingToken: number; heldMs: number; reason: LockLostReason })
+  /**
+   * `release()` did not release the lock: `not-held` — this owner no longer held it (its lease ran
+   * out unnoticed and another owner may hold it); `error` — the write failed, and the lease runs out
+   * on its own.
+   */
+  | (LockEventBase & { type: 'release-failed'; fencingToken: number; heldMs: number; outcome: 'not-held' | 'error'; error?: unknown })
   | (LockEventBase & { type: 'retry'; operation: 'acquire' | 'heartbeat'; error: unknown; delayMs: number });
 
 /** The `type` of a {@link LockEvent}. */

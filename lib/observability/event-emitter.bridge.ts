@@ -1,8 +1,9 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { LockConfigurationError } from '../errors/lock.errors';
-import { EVENT_EMITTER_MISSING } from '../errors/lock.messages';
+import { EVENT_EMITTER_MISSING, EVENT_EMITTER_UNAVAILABLE } from '../errors/lock.messages';
 import { LockService } from '../lock.service';
+import { loadOptionalPeer } from '../utils/optional-peer';
 import { LOCK_EVENT_NAMES } from './lock-event.names';
 
 /** The part of `EventEmitter2` used here (`@nestjs/event-emitter` is an optional peer). */
@@ -27,7 +28,15 @@ export class EventEmitterBridge implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     const mode = this.locks.options.eventEmitter;
     if (mode === false) return;
-    const emitter = await this.findEmitter();
+    let emitter: Emitter | undefined;
+    try {
+      emitter = await this.findEmitter();
+    } catch (error) {
+      // Installed, but it failed to load.
+      if (mode === true) throw new LockConfigurationError(EVENT_EMITTER_UNAVAILABLE(error), { cause: error });
+      this.locks.options.logger.warn?.(EVENT_EMITTER_UNAVAILABLE(error));
+      return;
+    }
     if (!emitter) {
       if (mode === true) throw new LockConfigurationError(EVENT_EMITTER_MISSING());
       return;
@@ -36,17 +45,14 @@ export class EventEmitterBridge implements OnModuleInit {
     this.locks.subscribe((event) => emitter.emit(LOCK_EVENT_NAMES[event.type], event));
   }
 
+  /** The app's `EventEmitter2`; `undefined` when the package is not installed or its module not imported. */
   private async findEmitter(): Promise<Emitter | undefined> {
-    let token: unknown;
+    const module = await loadOptionalPeer<{ EventEmitter2: object }>('@nestjs/event-emitter');
+    if (!module) return undefined;
     try {
-      ({ EventEmitter2: token } = await import('@nestjs/event-emitter'));
+      return this.moduleRef.get<unknown, Emitter>(module.EventEmitter2 as never, { strict: false });
     } catch {
-      return undefined; // not installed
-    }
-    try {
-      return this.moduleRef.get<unknown, Emitter>(token as never, { strict: false });
-    } catch {
-      return undefined; // installed, EventEmitterModule not imported
+      return undefined; // EventEmitterModule not imported
     }
   }
 }

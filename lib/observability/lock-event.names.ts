@@ -19,6 +19,7 @@ export const LOCK_EVENT_NAMES = {
   extended: 'dynamo-lock.extended',
   released: 'dynamo-lock.released',
   lost: 'dynamo-lock.lost',
+  'release-failed': 'dynamo-lock.release-failed',
   retry: 'dynamo-lock.retry',
 } as const satisfies Record<LockEventType, `dynamo-lock.${LockEventType}`>;
 

@@ -1,5 +1,6 @@
 import type { LockHolder } from '../errors/lock.errors';
 import type { LockEvent } from '../interfaces/lock-event.interface';
+import { loadOptionalPeer } from '../utils/optional-peer';
 import type { OtelApi, OtelAttributes, OtelContext, OtelMeter, OtelSpan } from './otel-api.types';
 
 /** Instrumentation scope of the spans and metrics. */
@@ -21,6 +22,7 @@ export interface LockTrace {
  * `retry` span events; `dynamo_lock.hold` from acquisition to release or loss, active while a
  * `withLock()` callback or `@WithLock` method runs. Both are children of the span active when
  * `acquire()` was called. Metrics carry no lock key (unbounded cardinality); spans do.
+ * No method throws: a failing SDK (a span processor that throws) must not break a lock.
  */
 export class LockTelemetry {
   private meterProvider: object | undefined;
@@ -28,34 +30,38 @@ export class LockTelemetry {
 
   private constructor(private readonly api: OtelApi) {}
 
-  /** The telemetry, or `undefined` when `@opentelemetry/api` is not installed. */
-  static async load(): Promise<LockTelemetry | undefined> {
-    let api: OtelApi;
-    try {
-      api = await import('@opentelemetry/api');
-    } catch {
-      return undefined;
-    }
-    return new LockTelemetry(api);
+  /**
+   * The telemetry, or `undefined` when `@opentelemetry/api` is not installed (at once in the
+   * CommonJS build; a promise where the library runs as an ES module).
+   * @throws what loading an installed but broken `@opentelemetry/api` threw.
+   */
+  static load(): LockTelemetry | undefined | Promise<LockTelemetry | undefined> {
+    const create = (api: OtelApi | undefined) => (api ? new LockTelemetry(api) : undefined);
+    const api = loadOptionalPeer<OtelApi>('@opentelemetry/api');
+    return api instanceof Promise ? api.then(create) : create(api);
   }
 
-  /** Starts the acquire span of a call, in the caller's context. */
-  startAcquire(key: string, owner: string, waitMs: number): AcquireTrace {
-    const parent = this.api.context.active();
-    const attributes: OtelAttributes = {
-      'dynamo_lock.key': key,
-      'dynamo_lock.owner': owner,
-      'dynamo_lock.wait_ms': Number.isFinite(waitMs) ? waitMs : -1,
-    };
-    const span = this.tracer().startSpan(SPAN_NAMES.acquire, { kind: this.api.SpanKind.INTERNAL, attributes }, parent);
-    return new AcquireTrace(this, span, parent);
+  /** Starts the acquire span of a call, in the caller's context; `undefined` if the SDK failed. */
+  startAcquire(key: string, owner: string, waitMs: number): AcquireTrace | undefined {
+    return guarded(() => {
+      const parent = this.api.context.active();
+      const attributes: OtelAttributes = {
+        'dynamo_lock.key': key,
+        'dynamo_lock.owner': owner,
+        'dynamo_lock.wait_ms': Number.isFinite(waitMs) ? waitMs : -1,
+      };
+      const span = this.tracer().startSpan(SPAN_NAMES.acquire, { kind: this.api.SpanKind.INTERNAL, attributes }, parent);
+      return new AcquireTrace(this, span, parent);
+    });
   }
 
-  /** @internal Starts the hold span of an acquisition. */
-  startHold(parent: OtelContext, key: string, owner: string, fencingToken: number): HoldTrace {
-    const attributes: OtelAttributes = { 'dynamo_lock.key': key, 'dynamo_lock.owner': owner, 'dynamo_lock.fencing_token': fencingToken };
-    const span = this.tracer().startSpan(SPAN_NAMES.hold, { kind: this.api.SpanKind.INTERNAL, attributes }, parent);
-    return new HoldTrace(this.api, span);
+  /** @internal Starts the hold span of an acquisition; `undefined` if the SDK failed. */
+  startHold(parent: OtelContext, key: string, owner: string, fencingToken: number): HoldTrace | undefined {
+    return guarded(() => {
+      const attributes: OtelAttributes = { 'dynamo_lock.key': key, 'dynamo_lock.owner': owner, 'dynamo_lock.fencing_token': fencingToken };
+      const span = this.tracer().startSpan(SPAN_NAMES.hold, { kind: this.api.SpanKind.INTERNAL, attributes }, parent);
+      return new HoldTrace(this.api, span);
+    });
   }
 
   /** @internal */
@@ -65,6 +71,10 @@ export class LockTelemetry {
 
   /** Records the metrics of one event. */
   record(event: LockEvent): void {
+    guarded(() => this.recordMetrics(event));
+  }
+
+  private recordMetrics(event: LockEvent): void {
     const m = this.meters();
     switch (event.type) {
       case 'waiting':
@@ -93,6 +103,11 @@ export class LockTelemetry {
         m.held.add(-1);
         m.holdDuration.record(event.heldMs / 1000, { 'dynamo_lock.outcome': 'lost' });
         m.lost.add(1, { 'dynamo_lock.lost_reason': event.reason });
+        break;
+      case 'release-failed':
+        m.held.add(-1);
+        m.holdDuration.record(event.heldMs / 1000, { 'dynamo_lock.outcome': 'release_failed' });
+        m.releaseFailures.add(1, { 'dynamo_lock.release_outcome': event.outcome });
         break;
       case 'retry':
         m.retries.add(1, { 'dynamo_lock.operation': event.operation });
@@ -126,7 +141,10 @@ export class AcquireTrace implements LockTrace {
   ) {}
 
   onEvent(event: LockEvent): void {
-    if (this.ended) return;
+    if (!this.ended) guarded(() => this.take(event));
+  }
+
+  private take(event: LockEvent): void {
     switch (event.type) {
       case 'waiting':
         this.span.addEvent('waiting', holderAttributes('dynamo_lock.holder', event.holder));
@@ -160,20 +178,22 @@ export class AcquireTrace implements LockTrace {
   /** Ends the span with an error other than a busy lock (DynamoDB, cancellation, shutdown). */
   fail(error: unknown): void {
     if (this.ended) return;
-    this.span.recordException(error instanceof Error ? error : String(error));
-    this.span.setAttributes({ 'dynamo_lock.outcome': 'error' });
-    this.span.setStatus({ code: this.telemetry.errorCode, message: error instanceof Error ? error.message : String(error) });
+    guarded(() => {
+      this.span.recordException(error instanceof Error ? error : String(error));
+      this.span.setAttributes({ 'dynamo_lock.outcome': 'error' });
+      this.span.setStatus({ code: this.telemetry.errorCode, message: error instanceof Error ? error.message : String(error) });
+    });
     this.end();
   }
 
   /** Starts the hold span, a sibling of this one. */
-  startHold(key: string, owner: string, fencingToken: number): HoldTrace {
+  startHold(key: string, owner: string, fencingToken: number): HoldTrace | undefined {
     return this.telemetry.startHold(this.parent, key, owner, fencingToken);
   }
 
   private end(): void {
     this.ended = true;
-    this.span.end();
+    guarded(() => this.span.end());
   }
 }
 
@@ -187,7 +207,10 @@ export class HoldTrace implements LockTrace {
   ) {}
 
   onEvent(event: LockEvent): void {
-    if (this.ended) return;
+    if (!this.ended) guarded(() => this.take(event));
+  }
+
+  private take(event: LockEvent): void {
     switch (event.type) {
       case 'extended':
         this.span.addEvent('extended', { 'dynamo_lock.lease_ms': event.leaseMs });
@@ -212,17 +235,23 @@ export class HoldTrace implements LockTrace {
         this.span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: `lock lost (${event.reason})` });
         this.end();
         break;
+      case 'release-failed':
+        this.span.setAttributes({ 'dynamo_lock.outcome': 'release_failed', 'dynamo_lock.held_ms': event.heldMs });
+        this.span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: `release failed (${event.outcome})` });
+        this.end();
+        break;
     }
   }
 
   /** Runs `fn` with the hold span active, so spans of the protected work become its children. */
   run<T>(fn: () => T): T {
-    return this.api.context.with(this.api.trace.setSpan(this.api.context.active(), this.span), fn);
+    const active = guarded(() => this.api.trace.setSpan(this.api.context.active(), this.span));
+    return active ? this.api.context.with(active, fn) : fn();
   }
 
   private end(): void {
     this.ended = true;
-    this.span.end();
+    guarded(() => this.span.end());
   }
 }
 
@@ -246,7 +275,19 @@ function createInstruments(meter: OtelMeter) {
     retries: meter.createCounter('dynamo_lock.retries', {
       description: 'DynamoDB requests retried after a transient error, by operation.',
     }),
+    releaseFailures: meter.createCounter('dynamo_lock.release_failures', {
+      description: 'Releases that did not release: the lock was no longer held (not-held) or the write failed (error).',
+    }),
   };
+}
+
+/** Runs a call into the OpenTelemetry SDK; what it throws is dropped (telemetry never breaks a lock). */
+function guarded<T>(call: () => T): T | undefined {
+  try {
+    return call();
+  } catch {
+    return undefined;
+  }
 }
 
 function holderAttributes(prefix: string, holder: LockHolder | undefined): OtelAttributes {

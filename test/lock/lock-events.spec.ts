@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import type { LockEvent, LockEventOf } from '../../lib';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
@@ -102,6 +103,60 @@ describeEachServer('lock events (onEvent)', (server) => {
     await (await manager.acquire(key)).release();
     expect(seen).toEqual(['acquired', 'released']);
     expect(log.types()).toEqual(['acquired:free', 'released', 'acquired:free', 'released']);
+  });
+
+  it('reports release-failed when the release write fails, and when the lock was no longer held', async () => {
+    const log = recorded();
+    const manager = fixture.manager({ ownerName: 'rf', onEvent: log.onEvent });
+    const failing = await manager.acquire(newKey('release-error'));
+    injectFaults(manager.client).failNext('UpdateItem', { kind: 'server-error', times: 20 });
+    await expect(failing.release()).rejects.toThrow(/Injected fault/);
+    // Another manager (the faults left over stay with the first one's client).
+    const gone = await fixture.manager({ ownerName: 'rf', onEvent: log.onEvent }).acquire(newKey('release-gone'));
+    // The item disappears under the holder (deleted by hand): its release finds nothing to release.
+    await fixture.client.send(new DeleteItemCommand({ TableName: fixture.tableName, Key: { key: { S: gone.key } } }));
+    expect(await gone.release()).toBe(false);
+    expect(log.types()).toEqual(['acquired:free', 'release-failed', 'acquired:free', 'release-failed']);
+    expect(log.events[1]).toMatchObject({
+      key: failing.key,
+      fencingToken: failing.fencingToken,
+      outcome: 'error',
+      error: expect.any(Error),
+    });
+    expect(log.events[3]).toMatchObject({ key: gone.key, fencingToken: gone.fencingToken, outcome: 'not-held' });
+    expect(log.events[3]).not.toHaveProperty('error', expect.anything());
+  });
+
+  it('tells nothing of a lock whose caller gave up while its write was in flight, and frees it', async () => {
+    const log = recorded();
+    const manager = fixture.manager({ onEvent: log.onEvent });
+    // Every request of this manager takes 300 ms more.
+    manager.client.middlewareStack.add((next) => async (args) => (await sleep(300), next(args)), { step: 'finalizeRequest' });
+    const key = newKey('gave-up');
+    const controller = new AbortController();
+    const attempt = manager.acquire(key, { signal: controller.signal });
+    await sleep(100);
+    controller.abort(new Error('caller gave up'));
+    await expect(attempt).rejects.toThrow('caller gave up');
+    // The write lands, the lock is held by nobody who knows it, and it is released at once.
+    for (let i = 0; i < 100 && (await fixture.manager().inspect(key)) === null; i++) await sleep(20);
+    for (let i = 0; i < 100 && (await fixture.manager().inspect(key)) !== null; i++) await sleep(20);
+    expect(await fixture.manager().inspect(key)).toBeNull();
+    expect(log.events).toEqual([]);
+  });
+
+  it('logs the rejection of an async listener instead of leaving it unhandled', async () => {
+    const manager = fixture.manager({
+      onEvent: async (event) => {
+        await sleep(1);
+        throw new Error(`async listener bug on ${event.type}`);
+      },
+    });
+    await (await manager.acquire(newKey('async-listener'))).release();
+    await sleep(20);
+    const warnings = manager.logger.at('warn');
+    expect(warnings.filter((m) => m.includes('Lock event listener threw on "acquired"'))).toHaveLength(1);
+    expect(warnings.some((m) => m.includes('async listener bug on released'))).toBe(true);
   });
 
   it('reports retries after transient errors, and survives a listener that throws', async () => {

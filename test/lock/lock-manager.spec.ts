@@ -146,6 +146,23 @@ describeEachServer('LockManager', (server) => {
       await lock.release();
     });
 
+    it('answers tryAcquire at once when a caller of the same process is ahead for the key', async () => {
+      const holder = fixture.manager();
+      const manager = fixture.manager();
+      const key = newKey('try-behind');
+      const held = await holder.acquire(key);
+      const waiting = manager.acquire(key, { wait: '10s' });
+      await sleep(50);
+      // Ahead of it: a caller waiting in this process. Before, tryAcquire queued behind it until the release.
+      const blocked = Symbol('blocked');
+      expect(await Promise.race([manager.tryAcquire(key), sleep(1_000).then(() => blocked)])).toBeNull();
+      await held.release();
+      const lock = await waiting;
+      expect(await Promise.race([manager.tryAcquire(key), sleep(1_000).then(() => blocked)])).toBeNull();
+      await lock.release();
+      expect(await manager.tryAcquire(key)).not.toBeNull();
+    });
+
     it('stops waiting as soon as the signal aborts', async () => {
       const holder = fixture.manager();
       const waiter = fixture.manager();

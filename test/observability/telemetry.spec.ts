@@ -6,11 +6,14 @@
  */
 import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
+import * as otelApi from '@opentelemetry/api';
 import { context, metrics, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { LockManager } from '../../lib';
+import type { OtelApi } from '../../lib/observability/otel-api.types';
+import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
 
@@ -20,11 +23,21 @@ class PullReader extends MetricReader {
   protected async onShutdown(): Promise<void> {}
 }
 
+/** Passes spans on, or throws from `onStart` while `broken` is set: an SDK failing under the library. */
+class FlakyProcessor extends SimpleSpanProcessor {
+  broken = false;
+  override onStart(...args: Parameters<SimpleSpanProcessor['onStart']>): void {
+    if (this.broken) throw new Error('span processor bug');
+    super.onStart(...args);
+  }
+}
+
 const exporter = new InMemorySpanExporter();
+const processor = new FlakyProcessor(exporter);
 const reader = new PullReader();
 const contextManager = new AsyncLocalStorageContextManager().enable();
 context.setGlobalContextManager(contextManager);
-trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [processor] }));
 metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
 
 let seq = 0;
@@ -173,11 +186,89 @@ describeEachServer('OpenTelemetry spans and metrics', (server) => {
     expect(await counter('dynamo_lock.held', {})).toBe(before.held);
   });
 
+  it('reports a local hand-over on both holds, and a takeover as a span event and in the metrics', async () => {
+    const before = { takeovers: await counter('dynamo_lock.takeovers', {}), waits: await counter('dynamo_lock.waits', {}) };
+    const manager = await ready(fixture.manager({ ownerName: 'local' }));
+    const key = newKey('handover');
+    const first = await manager.acquire(key);
+    const second = manager.acquire(key);
+    await first.release();
+    await (await second).release();
+    const holds = spansOf(key).filter((span) => span.name === 'dynamo_lock.hold');
+    expect(holds.map((span) => span.attributes['dynamo_lock.handed_over'])).toEqual([true, false]);
+    const acquires = spansOf(key).filter((span) => span.name === 'dynamo_lock.acquire');
+    expect(acquires.map((span) => span.attributes['dynamo_lock.acquired_via'])).toEqual(['free', 'handover']);
+
+    const dead = await ready(fixture.manager({ ownerName: 'dead' }));
+    const heir = await ready(fixture.manager({ ownerName: 'heir' }));
+    const orphaned = newKey('takeover');
+    const stale = await dead.acquire(orphaned, { leaseDuration: 500, heartbeat: false });
+    await (await heir.acquire(orphaned, { wait: '10s' })).release();
+    const acquire = spansOf(orphaned).find(
+      (span) => span.name === 'dynamo_lock.acquire' && span.attributes['dynamo_lock.owner'] === 'heir',
+    )!;
+    expect(acquire.attributes['dynamo_lock.acquired_via']).toBe('takeover');
+    expect(acquire.events.map((event) => event.name)).toEqual(['waiting', 'takeover']);
+    expect(acquire.events[1].attributes).toMatchObject({
+      'dynamo_lock.previous_holder.owner': 'dead',
+      'dynamo_lock.previous_holder.fencing_token': stale.fencingToken,
+    });
+    expect(await counter('dynamo_lock.takeovers', {})).toBe(before.takeovers + 1);
+    // The local waiter behind `first`, and the heir.
+    expect(await counter('dynamo_lock.waits', {})).toBe(before.waits + 2);
+  });
+
+  it('ends the hold span when the release fails, and the held gauge comes back', async () => {
+    const held = await counter('dynamo_lock.held', {});
+    const manager = await ready(fixture.manager());
+    const key = newKey('release-fails');
+    const lock = await manager.acquire(key);
+    injectFaults(manager.client).failNext('UpdateItem', { kind: 'server-error', times: 20 });
+    await expect(lock.release()).rejects.toThrow(/Injected fault/);
+    const hold = only(spansOf(key), 'dynamo_lock.hold');
+    expect(hold.status.code).toBe(SpanStatusCode.ERROR);
+    expect(hold.attributes['dynamo_lock.outcome']).toBe('release_failed');
+    expect(await counter('dynamo_lock.held', {})).toBe(held);
+    expect(await counter('dynamo_lock.release_failures', { 'dynamo_lock.release_outcome': 'error' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('keeps locking when the SDK throws', async () => {
+    const manager = await ready(fixture.manager());
+    const other = await ready(fixture.manager());
+    const key = newKey('broken-sdk');
+    processor.broken = true;
+    try {
+      let ran = false;
+      await manager.withLock(key, () => {
+        ran = true;
+      });
+      expect(ran).toBe(true);
+      const lock = await manager.acquire(key);
+      expect(await other.tryAcquire(key)).toBeNull();
+      await lock.release();
+      expect(await other.tryAcquire(key)).not.toBeNull();
+    } finally {
+      processor.broken = false;
+    }
+  });
+
   it('records nothing with telemetry: false', async () => {
+    const acquired = { 'dynamo_lock.outcome': 'acquired', 'dynamo_lock.acquired_via': 'free' };
+    const before = await counter('dynamo_lock.acquisitions', acquired);
     const manager = await ready(fixture.manager({ telemetry: false }));
     const key = newKey('off');
     await manager.withLock(key, () => undefined);
     expect(spansOf(key)).toEqual([]);
+    expect(await counter('dynamo_lock.acquisitions', acquired)).toBe(before);
+    // The same with telemetry on counts it: the check above can fail.
+    await (await ready(fixture.manager())).withLock(key, () => undefined);
+    expect(await counter('dynamo_lock.acquisitions', acquired)).toBe(before + 1);
+  });
+
+  it('matches the shapes the library assumes of @opentelemetry/api', () => {
+    // Compile-time: the real module fits the structural types the library is built against.
+    const api: OtelApi = otelApi;
+    expect(typeof api.trace.getTracer).toBe('function');
   });
 });
 

@@ -25,6 +25,8 @@ import { createTestClient, deleteTable, type TestServer, testServers, uniqueTabl
 
 /** The NestJS 11 release the CommonJS app installs (the previous major; exact, for the npm cache). */
 const NEST_11 = '11.2.10';
+/** The @nestjs/event-emitter release for NestJS 11 (CommonJS). */
+const EVENT_EMITTER_FOR_NEST_11 = '3.1.0';
 /** Peer dependencies the Nest 12 app installs, at the versions in this repository's node_modules. */
 const NEST_12_APP_DEPS = [
   '@nestjs/common',
@@ -74,8 +76,10 @@ interface AppReport {
   requireModule?: boolean | null;
   oneNest?: boolean;
   nestDirs?: string[];
-  /** Names of the lock events the app's EventEmitter2 saw (the ES-module app only). */
-  events?: string[];
+  /** Names of the lock events the app's EventEmitter2 saw. */
+  events: string[];
+  /** Names of the spans that ended (the CommonJS app registers a tracer provider). */
+  spans?: string[];
   decorated: { key: string; fencingToken: number; seenToken: number | null };
   service: { fencingToken: number; heldToken: number | null; busyWhileHeld: boolean; afterRelease: unknown; againToken: number };
 }
@@ -465,10 +469,10 @@ describe('npm package: pack, install from the tarball, run', () => {
 
     beforeAll(async () => {
       const nest11 = ['@nestjs/common', '@nestjs/core'].map((name) => `${name}@${NEST_11}`);
-      const common = ['reflect-metadata', 'rxjs', '@aws-sdk/client-dynamodb'].map(pinned);
+      const common = ['reflect-metadata', 'rxjs', '@aws-sdk/client-dynamodb', '@opentelemetry/api'].map(pinned);
       [esmApp, cjsApp, cliDir] = await Promise.all([
         scratchApp('nest12-esm-app', { type: 'module' }, NEST_12_APP_DEPS.map(pinned)),
-        scratchApp('nest11-cjs-app', { type: 'commonjs' }, [...nest11, ...common]),
+        scratchApp('nest11-cjs-app', { type: 'commonjs' }, [...nest11, `@nestjs/event-emitter@${EVENT_EMITTER_FOR_NEST_11}`, ...common]),
         scratchApp('cli-only', {}, [pinned('@aws-sdk/client-dynamodb')]),
       ]);
     }, 100_000);
@@ -500,6 +504,13 @@ describe('npm package: pack, install from the tarball, run', () => {
       expect(report.service.busyWhileHeld).toBe(true);
       expect(report.service.afterRelease).toBeNull();
       expect(report.service.againToken).toBeGreaterThan(report.service.fencingToken);
+      // The library finds the app's @nestjs/event-emitter (ES module in Nest 12, CommonJS in Nest 11): every lock event arrives.
+      expect(report.events.slice(0, 4)).toEqual([
+        'dynamo-lock.acquired',
+        'dynamo-lock.released',
+        'dynamo-lock.acquired',
+        'dynamo-lock.busy',
+      ]);
       timings.push(
         `${label}: fencing tokens ${report.decorated.fencingToken}, ${report.service.fencingToken}, ${report.service.againToken}`,
       );
@@ -514,13 +525,6 @@ describe('npm package: pack, install from the tarball, run', () => {
       // The CommonJS library gets ES-module Nest through require(esm): the app's own instance.
       expect(report.requireModule).toBe(true);
       expect(report.oneNest).toBe(true);
-      // The library finds the app's ES-module @nestjs/event-emitter through import(): every lock event arrives.
-      expect(report.events?.slice(0, 4)).toEqual([
-        'dynamo-lock.acquired',
-        'dynamo-lock.released',
-        'dynamo-lock.acquired',
-        'dynamo-lock.busy',
-      ]);
     }, 40_000);
 
     it(`runs in a NestJS ${NEST_11} CommonJS app: forRoot, @WithLock, LockService against the server`, async () => {
@@ -529,6 +533,10 @@ describe('npm package: pack, install from the tarball, run', () => {
       expect(report.nestCore).toBe(NEST_11);
       expect(report.nestCommon).toBe(NEST_11);
       expect(report.nestDirs).toEqual([path.join(cjsApp, 'node_modules')]);
+      // The library loads the app's @opentelemetry/api: spans reach the tracer provider the app registered.
+      // @WithLock: acquire, hold; acquire (held), tryAcquire (busy), release; acquire again, release.
+      const [acquire, hold] = ['dynamo_lock.acquire', 'dynamo_lock.hold'];
+      expect(report.spans).toEqual([acquire, hold, acquire, acquire, hold, acquire, hold]);
     }, 40_000);
 
     it('runs the dynamo-lock command where Nest, rxjs and reflect-metadata are not installed', async () => {
