@@ -22,7 +22,8 @@ import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interfa
 @Injectable()
 export class LockService extends LockManager implements OnModuleInit, OnApplicationShutdown {
   constructor(@Inject(DYNAMO_LOCK_OPTIONS) options: DynamoLockOptions) {
-    super({ ...options, logger: options.logger ?? new Logger('DynamoLock') });
+    // Anything but an object is left for the options check, which names the mistake.
+    super(options !== null && typeof options === 'object' ? { ...options, logger: options.logger ?? new Logger('DynamoLock') } : options);
   }
 
   /** @internal Nest lifecycle: verifies or creates the table. */

@@ -1,10 +1,19 @@
 import { hostname } from 'node:os';
 import type { LoggerService } from '@nestjs/common';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
-import { HEARTBEAT_NOT_BELOW_LEASE, INVALID_OPTION, INVALID_WAIT } from '../errors/lock.messages';
+import {
+  HEARTBEAT_NOT_BELOW_LEASE,
+  INVALID_OPTION,
+  INVALID_WAIT,
+  KEY_PREFIX_INVALID,
+  OPTIONS_NOT_OBJECT,
+  UNKNOWN_OPTION,
+} from '../errors/lock.messages';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
+import { closestName } from '../utils/closest-name';
 import { type Duration, parseDuration } from '../utils/duration';
+import { MAX_KEY_BYTES } from '../utils/lock-key.validation';
 import { ConsoleLockLogger } from './console.logger';
 
 /** Defaults of {@link DynamoLockOptions}, as documented. */
@@ -15,6 +24,27 @@ export const DEFAULTS = {
 } as const;
 
 const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+
+/** Every option name (the compiler keeps it complete), and `isGlobal` of the Nest module. */
+const OPTION_NAMES = Object.keys({
+  tableName: true,
+  leaseDuration: true,
+  heartbeatInterval: true,
+  wait: true,
+  maxPollInterval: true,
+  ttlDays: true,
+  client: true,
+  clientConfig: true,
+  createTable: true,
+  verifyTable: true,
+  ownerName: true,
+  keyPrefix: true,
+  store: true,
+  onEvent: true,
+  eventEmitter: true,
+  telemetry: true,
+  logger: true,
+} satisfies Record<keyof DynamoLockOptions, true>).concat('isGlobal');
 
 /** Options with every default applied and every duration in milliseconds. */
 export interface ResolvedLockOptions {
@@ -42,6 +72,12 @@ export interface ResolvedLockOptions {
  * @throws LockConfigurationError naming the bad option.
  */
 export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLockOptions {
+  if (options === null || typeof options !== 'object') throw new LockConfigurationError(OPTIONS_NOT_OBJECT(options));
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.includes(name)) {
+      throw new LockConfigurationError(UNKNOWN_OPTION('DynamoLockModule', name, closestName(name, OPTION_NAMES), OPTION_NAMES));
+    }
+  }
   const tableName = options.tableName ?? process.env.DYNAMO_LOCK_TABLE ?? DEFAULTS.tableName;
   if (typeof tableName !== 'string' || !TABLE_NAME.test(tableName)) {
     throw new LockConfigurationError(INVALID_OPTION('tableName', 'a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)', tableName));
@@ -63,6 +99,14 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
   }
   const keyPrefix = options.keyPrefix ?? '';
   if (typeof keyPrefix !== 'string') throw new LockConfigurationError(INVALID_OPTION('keyPrefix', 'a string', keyPrefix));
+  if (!keyPrefix.isWellFormed()) throw new LockConfigurationError(KEY_PREFIX_INVALID(keyPrefix, 'contains a lone surrogate'));
+  if (Buffer.byteLength(keyPrefix, 'utf8') >= MAX_KEY_BYTES) {
+    throw new LockConfigurationError(
+      KEY_PREFIX_INVALID(keyPrefix, `leaves no room for keys (DynamoDB keys are at most ${MAX_KEY_BYTES} bytes)`),
+    );
+  }
+  const createTable = booleanOption('createTable', options.createTable, false);
+  const verifyTable = booleanOption('verifyTable', options.verifyTable, true);
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
     throw new LockConfigurationError(INVALID_OPTION('onEvent', 'a function of one lock event', options.onEvent));
   }
@@ -70,8 +114,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
   if (eventEmitter !== true && eventEmitter !== false && eventEmitter !== 'auto') {
     throw new LockConfigurationError(INVALID_OPTION('eventEmitter', "true, false or 'auto'", eventEmitter));
   }
-  const telemetry = options.telemetry ?? true;
-  if (typeof telemetry !== 'boolean') throw new LockConfigurationError(INVALID_OPTION('telemetry', 'true or false', telemetry));
+  const telemetry = booleanOption('telemetry', options.telemetry, true);
   return {
     tableName,
     leaseMs,
@@ -81,8 +124,8 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     ttlDays,
     ownerName,
     keyPrefix,
-    createTable: options.createTable ?? false,
-    verifyTable: options.verifyTable ?? true,
+    createTable,
+    verifyTable,
     logger: options.logger ?? new ConsoleLockLogger(),
     onEvent: options.onEvent,
     eventEmitter,
@@ -91,12 +134,12 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
 }
 
 /**
- * Turns a `wait` option into milliseconds: `true` → `Infinity`, `false` → `0`.
+ * Turns a `wait` option into milliseconds: `true` → `Infinity`, `false` or `0` → `0` (one attempt).
  * @throws LockValidationError for anything else that is not a duration.
  */
 export function resolveWait(wait: Duration | boolean): number {
   if (wait === true) return Number.POSITIVE_INFINITY;
-  if (wait === false) return 0;
+  if (wait === false || wait === 0) return 0;
   if (typeof wait !== 'number' && typeof wait !== 'string') throw new LockValidationError(INVALID_WAIT(wait));
   return parseDuration(wait, 'wait');
 }
@@ -104,6 +147,13 @@ export function resolveWait(wait: Duration | boolean): number {
 /** The heartbeat interval of a lock with lease `leaseMs`. */
 export function heartbeatIntervalFor(options: ResolvedLockOptions, leaseMs: number): number {
   return options.heartbeatMs !== undefined && options.heartbeatMs < leaseMs ? options.heartbeatMs : Math.max(1, Math.floor(leaseMs / 3));
+}
+
+/** A boolean option: `true`, `false`, or absent for the default (a string such as `'false'` is an error). */
+function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new LockConfigurationError(INVALID_OPTION(name, 'true or false (a boolean, not a string)', value));
+  return value;
 }
 
 /** Reports a bad module option as a configuration error (it surfaces at start-up). */

@@ -31,20 +31,22 @@ export class LockKeyTemplate {
 
   /**
    * @param where `Class.method`, for error messages.
-   * @param parameterCount how many arguments the method declares; placeholders beyond it are rejected.
+   * @param parameterCount how many arguments the method declares; placeholders beyond it are rejected
+   *   (not checked when unknown).
    * @throws LockValidationError for a malformed template or one naming a missing argument.
    */
   constructor(
     readonly template: string,
     private readonly where: string,
-    parameterCount: number,
+    parameterCount?: number,
   ) {
     if (typeof template !== 'string' || template.length === 0) throw new LockValidationError(TEMPLATE_EMPTY(where));
     if (!template.isWellFormed()) throw new LockValidationError(TEMPLATE_NOT_WELL_FORMED(where, template));
     this.parts = parse(template, where);
     const placeholders = this.parts.filter((p) => 'arg' in p);
     for (const p of placeholders) {
-      if (p.arg >= parameterCount) throw new LockValidationError(TEMPLATE_ARGUMENT_MISSING(where, template, p.source, parameterCount));
+      if (parameterCount !== undefined && p.arg >= parameterCount)
+        throw new LockValidationError(TEMPLATE_ARGUMENT_MISSING(where, template, p.source, parameterCount));
     }
     const separators: string[] = [];
     this.parts.forEach((part, i) => {

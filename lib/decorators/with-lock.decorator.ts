@@ -2,11 +2,21 @@ import { Inject, Optional } from '@nestjs/common';
 import { finalize, isObservable, Observable } from 'rxjs';
 import type { Lock } from '../core/lock';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
-import { LOCK_SERVICE_MISSING, SKIPPED_BUSY, STATIC_METHOD } from '../errors/lock.messages';
+import {
+  LOCK_SERVICE_MISSING,
+  SKIPPED_BUSY,
+  STATIC_METHOD,
+  UNKNOWN_OPTION,
+  WITH_LOCK_NO_INSTANCE,
+  WITH_LOCK_NOT_A_METHOD,
+  WITH_LOCK_OPTION_INVALID,
+} from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/abortable-sleep';
+import { resolveWait } from '../core/lock-options.resolver';
+import { closestName } from '../utils/closest-name';
 import { parseDuration } from '../utils/duration';
 import { copyMetadata } from './copy-metadata';
 import { LockKeyTemplate } from './lock-key.template';
@@ -47,14 +57,18 @@ export function WithLock(template: string, options: WithLockOptions = {}): Metho
     const className = typeof target === 'function' ? target.name : target.constructor.name;
     const where = `${className}.${String(propertyKey)}`;
     if (typeof target === 'function') throw new LockValidationError(STATIC_METHOD(where));
+    if (typeof descriptor.value !== 'function') throw new LockValidationError(WITH_LOCK_NOT_A_METHOD(where));
     const original = descriptor.value as unknown as Method;
+    // Without decorator metadata (plain JavaScript, some bundlers) the parameter count is unknown:
+    // `Function.length` stops at a default or rest parameter.
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
-    const keyTemplate = new LockKeyTemplate(template, where, paramTypes?.length ?? original.length);
-    const plan = planOf(options);
+    const keyTemplate = new LockKeyTemplate(template, where, paramTypes?.length);
+    const plan = planOf(options, where);
     const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
 
     const wrapper = {
       [propertyKey as string](this: object, ...args: unknown[]): unknown {
+        if (this === undefined || this === null) throw new LockConfigurationError(WITH_LOCK_NO_INSTANCE(where));
         const service = (this as Record<symbol, LockService | undefined>)[LOCK_SERVICE_PROPERTY];
         const run = async (signal?: AbortSignal) => {
           if (!service) throw new LockConfigurationError(LOCK_SERVICE_MISSING(this.constructor.name, String(propertyKey)));
@@ -62,7 +76,11 @@ export function WithLock(template: string, options: WithLockOptions = {}): Metho
         };
         if (returnsObservable) return lockedObservable(run);
         // An Observable returned by a method not declared to return one: release when it ends.
-        return run().then(({ value, release }) => (release && isObservable(value) ? value.pipe(finalize(() => void release())) : value));
+        return run().then(({ value, release, hold }) =>
+          release && hold && isObservable(value)
+            ? new Observable<unknown>((subscriber) => hold(() => value.subscribe(subscriber))).pipe(finalize(() => void release()))
+            : value,
+        );
       },
     }[propertyKey as string];
     Object.defineProperty(wrapper, 'length', { value: original.length });
@@ -83,20 +101,66 @@ interface Plan {
   data: WithLockOptions['data'];
 }
 
-function planOf(options: WithLockOptions): Plan {
+/** Every option of `@WithLock` (the compiler keeps it complete). */
+const WITH_LOCK_OPTION_NAMES = Object.keys({
+  wait: true,
+  leaseDuration: true,
+  heartbeat: true,
+  onBusy: true,
+  holdAtLeast: true,
+  data: true,
+} satisfies Record<keyof WithLockOptions, true>);
+
+/**
+ * Checks the options when the class is defined, so a bad one fails at start-up.
+ * @throws LockValidationError naming the method and the option.
+ */
+function planOf(options: WithLockOptions, where: string): Plan {
+  if (options === null || typeof options !== 'object')
+    throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'options', 'an object', options));
+  for (const name of Object.keys(options)) {
+    if (!WITH_LOCK_OPTION_NAMES.includes(name)) {
+      throw new LockValidationError(
+        UNKNOWN_OPTION(`@WithLock on ${where}`, name, closestName(name, WITH_LOCK_OPTION_NAMES), WITH_LOCK_OPTION_NAMES),
+      );
+    }
+  }
   const { onBusy = 'throw', holdAtLeast, data, ...acquire } = options;
+  if (onBusy !== 'throw' && onBusy !== 'skip')
+    throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'onBusy', "'throw' or 'skip'", onBusy));
+  if (acquire.heartbeat !== undefined && typeof acquire.heartbeat !== 'boolean') {
+    throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'heartbeat', 'true or false', acquire.heartbeat));
+  }
+  const checked = <T>(read: () => T): T => {
+    try {
+      return read();
+    } catch (error) {
+      throw new LockValidationError(`@WithLock on ${where}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  };
+  if (acquire.wait !== undefined) checked(() => resolveWait(acquire.wait!));
+  if (acquire.leaseDuration !== undefined) checked(() => parseDuration(acquire.leaseDuration, 'leaseDuration'));
   const skip = onBusy === 'skip';
   return {
     skip,
     holdAtLeastMs:
-      holdAtLeast === undefined ? (skip ? DEFAULT_SKIP_HOLD_MS : 0) : holdAtLeast === 0 ? 0 : parseDuration(holdAtLeast, 'holdAtLeast'),
+      holdAtLeast === undefined
+        ? skip
+          ? DEFAULT_SKIP_HOLD_MS
+          : 0
+        : holdAtLeast === 0
+          ? 0
+          : checked(() => parseDuration(holdAtLeast, 'holdAtLeast')),
     acquire: { ...acquire, wait: acquire.wait ?? (skip ? false : undefined) },
     data,
   };
 }
 
-/** The outcome of a locked run: the method's result (or a skip), and for an Observable result, how to release. */
-type Outcome = { value: unknown; release?: () => Promise<void> };
+/**
+ * The outcome of a locked run: the method's result (or a skip); for an Observable result, how to
+ * release, and how to run its subscription holding the lock (re-entrant, `current()`).
+ */
+type Outcome = { value: unknown; release?: () => Promise<void>; hold?: <T>(fn: () => T) => T };
 
 async function runLocked(
   service: LockService,
@@ -128,7 +192,13 @@ async function runLocked(
     await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs);
     throw error;
   }
-  if (isObservable(value)) return { value, release: () => releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs) };
+  if (isObservable(value)) {
+    return {
+      value,
+      release: () => releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs),
+      hold: (fn) => service.runHolding(lock, fn),
+    };
+  }
   await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs);
   return { value };
 }
@@ -160,17 +230,19 @@ function lockedObservable(run: (signal?: AbortSignal) => Promise<Outcome>): Obse
           released = true;
         };
         if (subscriber.closed) return release();
-        inner = value.subscribe({
-          next: (v) => subscriber.next(v),
-          error: (e) => {
-            release?.();
-            subscriber.error(e);
-          },
-          complete: () => {
-            release?.();
-            subscriber.complete();
-          },
-        });
+        const subscribe = () =>
+          value.subscribe({
+            next: (v) => subscriber.next(v),
+            error: (e) => {
+              release?.();
+              subscriber.error(e);
+            },
+            complete: () => {
+              release?.();
+              subscriber.complete();
+            },
+          });
+        inner = outcome.hold ? outcome.hold(subscribe) : subscribe();
       },
       (error) => subscriber.error(error),
     );

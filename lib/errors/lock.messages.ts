@@ -33,6 +33,15 @@ export const DATA_TOO_LARGE = (key: string, bytes: number, max: number) =>
 export const HEARTBEAT_NOT_BELOW_LEASE = (heartbeatMs: number, leaseMs: number) =>
   `heartbeatInterval (${heartbeatMs} ms) must be shorter than leaseDuration (${leaseMs} ms); a third of the lease is a good choice and is the default.`;
 
+export const UNKNOWN_OPTION = (scope: string, name: string, suggestion: string | undefined, known: readonly string[]) =>
+  `${scope} has no option "${name}"${suggestion ? `; did you mean "${suggestion}"?` : '.'} Its options: ${known.join(', ')}.`;
+
+export const OPTIONS_NOT_OBJECT = (value: unknown) =>
+  `DynamoLockModule options must be an object; got ${describe(value)}. With forRootAsync(), make useFactory return the options object (a missing return gives undefined).`;
+
+export const KEY_PREFIX_INVALID = (prefix: string, reason: string) =>
+  `DynamoLockModule option "keyPrefix" ${reason}; got ${describe(prefix)}. Use a short prefix such as 'billing:'.`;
+
 export const INVALID_OPTION = (name: string, expected: string, value: unknown) =>
   `DynamoLockModule option "${name}" must be ${expected}; got ${describe(value)}.`;
 
@@ -162,6 +171,15 @@ export const TEMPLATE_VALUE_OBJECT = (where: string, template: string, placehold
 
 export const TEMPLATE_VALUE_EMPTY = (where: string, template: string, placeholder: string) =>
   `@WithLock('${template}') on ${where}: ${placeholder} is an empty string in this call, so the key would not identify anything.`;
+
+export const WITH_LOCK_OPTION_INVALID = (where: string, name: string, expected: string, value: unknown) =>
+  `@WithLock on ${where}: option "${name}" must be ${expected}; got ${describe(value)}.`;
+
+export const WITH_LOCK_NOT_A_METHOD = (where: string) =>
+  `@WithLock on ${where}: only methods can be decorated, not getters, setters or properties.`;
+
+export const WITH_LOCK_NO_INSTANCE = (where: string) =>
+  `${where} was called without its instance (\`this\` is ${'undefined'}): call it on the object, or bind it (\`this.method.bind(this)\`) before passing it around.`;
 
 export const STATIC_METHOD = (where: string) =>
   `@WithLock on ${where}: static methods are not supported; decorate an instance method of a provider or controller.`;

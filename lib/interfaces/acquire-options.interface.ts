@@ -3,7 +3,7 @@ import type { Duration } from '../utils/duration';
 /** Options of `acquire()`, `tryAcquire()` and `withLock()`. */
 export interface AcquireOptions {
   /**
-   * How long to wait for a busy lock: a duration, `true` without limit, or `false` for a
+   * How long to wait for a busy lock: a duration, `true` without limit, or `false` (or `0`) for a
    * single attempt. Default: the module's `wait` (two leases unless configured).
    */
   wait?: Duration | boolean;

@@ -14,24 +14,27 @@ export interface DynamoLockTestingOptions extends Omit<DynamoLockOptions, 'creat
    * records a test left behind.
    */
   store?: DynamoLockOptions['store'];
+  /** Register the module globally, as `forRoot()` does (default `true`). */
+  isGlobal?: boolean;
 }
 
 /**
  * The dynamic module `DynamoLockModule.forTesting()` returns: `module` (the `DynamoLockModule`
- * class, with its `LockService` and `@WithLock` check) registered globally, with options that
+ * class, with its `LockService` and `@WithLock` check), global unless `isGlobal: false`, with options that
  * keep every lock in memory and never contact DynamoDB.
  * @internal
  */
 export function dynamoLockTestingModule(module: Type<unknown>, options: DynamoLockTestingOptions = {}): DynamicModule {
+  const { isGlobal = true, ...lockOptions } = options;
   const resolved: DynamoLockOptions = {
-    ...options,
-    store: options.store ?? new MemoryLockStore(),
+    ...lockOptions,
+    store: lockOptions.store ?? new MemoryLockStore(),
     verifyTable: false,
     createTable: false,
   };
   return {
     module,
-    global: true,
+    global: isGlobal,
     providers: [{ provide: DYNAMO_LOCK_OPTIONS, useValue: resolved }],
   };
 }

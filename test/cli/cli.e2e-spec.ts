@@ -146,7 +146,8 @@ describeEachServer('dynamo-lock CLI', (server) => {
     dir = mkdtempSync(path.join(tmpdir(), 'dynamo-lock-cli-'));
     const created = await cli.run(['table-create']);
     expectExit(created, 0);
-    expect(created.stdout).toContain(`Created lock table "${tableName}"`);
+    expect(created.stderr).toContain(`Created lock table "${tableName}"`);
+    expect(created.stdout).toBe('');
   }, 30_000);
 
   afterAll(async () => {
@@ -159,10 +160,11 @@ describeEachServer('dynamo-lock CLI', (server) => {
     it('table-check passes on the table table-create made; table-create again is a no-op', async () => {
       const check = await cli.run(['table-check']);
       expectExit(check, 0);
-      expect(check.stdout).toContain(`Lock table "${tableName}" is ACTIVE with the right key schema`);
+      expect(check.stderr).toContain(`Lock table "${tableName}" is ACTIVE with the right key schema`);
+      expect(check.stdout).toBe('');
       const again = await cli.run(['table-create']);
       expectExit(again, 0);
-      expect(again.stdout).toContain(`Lock table "${tableName}" already exists`);
+      expect(again.stderr).toContain(`Lock table "${tableName}" already exists`);
     });
 
     it('table-check exits 4 with one line on a missing table', async () => {

@@ -168,10 +168,28 @@ describeEachServer('DynamoLockModule', (server) => {
       ],
       [{ ttlDays: -1 }, /option "ttlDays" must be a number of days, 0 or more; got -1/],
       [{ tableName: 'x' }, /option "tableName" must be a DynamoDB table name/],
+      [
+        { leaseDurration: '5s' },
+        /^DynamoLockModule has no option "leaseDurration"; did you mean "leaseDuration"\? Its options: tableName, /,
+      ],
+      [{ createTable: 'false' }, /option "createTable" must be true or false \(a boolean, not a string\); got "false"/],
+      [{ keyPrefix: 'p'.repeat(2048) }, /option "keyPrefix" leaves no room for keys \(DynamoDB keys are at most 2048 bytes\)/],
+      [{ keyPrefix: 'a\uD800' }, /option "keyPrefix" contains a lone surrogate/],
+      [{ eventEmitter: 'yes' }, /option "eventEmitter" must be true, false or 'auto'; got "yes"/],
     ])('rejects bad options %p at start-up', async (bad, message) => {
       const error = await boot([DynamoLockModule.forRoot(options(bad as DynamoLockOptions))]).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockConfigurationError);
       expect((error as Error).message).toMatch(message);
+    });
+
+    it('names forRootAsync when its factory returns no options object', async () => {
+      for (const value of [undefined, null, 'locks']) {
+        const error = await boot([DynamoLockModule.forRootAsync({ useFactory: () => value as never })]).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockConfigurationError);
+        expect((error as Error).message).toMatch(
+          /^DynamoLockModule options must be an object; got .*With forRootAsync\(\), make useFactory return/,
+        );
+      }
     });
   });
 });

@@ -3,13 +3,14 @@ import { Controller, Get, type INestApplication, Injectable, Module, Param, Post
 import { Cron, Interval, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { lastValueFrom, map, Observable, take, timer } from 'rxjs';
+import { from, lastValueFrom, map, Observable, switchMap, take, timer } from 'rxjs';
 import {
   DynamoLockModule,
   type DynamoLockOptions,
   LockBusyError,
   LockConfigurationError,
   LockInterceptor,
+  LockKeyTemplate,
   LockService,
   LockValidationError,
   WithLock,
@@ -58,6 +59,28 @@ class InvoiceService {
   @WithLock('stream-<0>')
   stream(_id: string): Observable<number> {
     return timer(0, 30).pipe(take(3));
+  }
+
+  /** An Observable whose stream calls a locked method on the same key: re-entrant, as in a Promise. */
+  @WithLock('invoice-<0>')
+  streamPay(id: string): Observable<string> {
+    return timer(5).pipe(
+      switchMap(() => from(this.pay(id, 1))),
+      map(() => `${this.locks.current()?.key} ${this.seen.at(-1)?.key}`),
+    );
+  }
+
+  /** The same, not declared to return an Observable. */
+  @WithLock('invoice-<0>')
+  streamPayUndeclared(id: string): unknown {
+    return this.streamInner(id);
+  }
+
+  private streamInner(id: string): Observable<string> {
+    return timer(5).pipe(
+      switchMap(() => from(this.pay(id, 1))),
+      map(() => `${this.locks.current()?.key}`),
+    );
   }
 
   @WithLock('skip-<0>', { onBusy: 'skip', holdAtLeast: 0 })
@@ -206,6 +229,16 @@ describeEachServer('@WithLock', (server) => {
     expect(await probe.inspect('stream-s1')).toBeNull();
   });
 
+  it('runs an Observable result holding the lock: current() and re-entrant calls work inside the stream', async () => {
+    const service = app.get(InvoiceService);
+    const started = performance.now();
+    expect(await lastValueFrom(service.streamPay('o1'))).toBe('invoice-o1 invoice-o1');
+    const undeclared = (await service.streamPayUndeclared('o2')) as Observable<string>;
+    expect(await lastValueFrom(undeclared)).toBe('invoice-o2');
+    // The nested call did not wait for its caller's lock (10 s of waiting, then busy).
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
   it('releases when an Observable result is unsubscribed', async () => {
     const service = app.get(InvoiceService);
     const probe = fixture.manager();
@@ -336,6 +369,95 @@ describe('@WithLock at start-up', () => {
     expect((error as Error).message).toMatch(
       /^Isolated\.run uses @WithLock, but no LockService is available to it\. Import DynamoLockModule/,
     );
+    await app.close();
+  });
+
+  it('rejects bad options when the class is defined, naming the method and the option', () => {
+    const define = (options: Record<string, unknown>) => () => {
+      class Job {
+        @WithLock('job', options as never)
+        async run() {
+          return 1;
+        }
+      }
+      void Job;
+    };
+    expect(define({ wait: '10 secs!' })).toThrow(/^@WithLock on Job\.run: wait must be a positive duration; got "10 secs!"/);
+    expect(define({ leaseDuration: 'abc' })).toThrow(/^@WithLock on Job\.run: leaseDuration must be a positive duration; got "abc"/);
+    expect(define({ holdAtLeast: '-1s' })).toThrow(/^@WithLock on Job\.run: holdAtLeast must be a positive duration/);
+    expect(define({ onBusy: 'Skip' })).toThrow(`@WithLock on Job.run: option "onBusy" must be 'throw' or 'skip'; got "Skip".`);
+    expect(define({ heartbeat: 'no' })).toThrow(`@WithLock on Job.run: option "heartbeat" must be true or false; got "no".`);
+    expect(define({ onbusy: 'skip' })).toThrow(/^@WithLock on Job\.run has no option "onbusy"; did you mean "onBusy"\?/);
+    expect(define({ wait: 0, leaseDuration: '1m', onBusy: 'skip', heartbeat: false, holdAtLeast: 0 })).not.toThrow();
+  });
+
+  it('rejects a getter when the class is defined, and a call without its instance with a named error', async () => {
+    expect(() => {
+      class Broken {
+        @WithLock('x')
+        get value() {
+          return 1;
+        }
+      }
+      void Broken;
+    }).toThrow('@WithLock on Broken.value: only methods can be decorated, not getters, setters or properties.');
+
+    @Injectable()
+    class Detached {
+      @WithLock('detached')
+      async run() {
+        return 1;
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [DynamoLockModule.forTesting()], providers: [Detached] }).compile();
+    const { run } = moduleRef.get(Detached);
+    expect(() => run()).toThrow(/^Detached\.run was called without its instance/);
+    await moduleRef.close();
+  });
+
+  it('checks the parameter count only when decorator metadata gives it', () => {
+    expect(() => new LockKeyTemplate('job-<2>', 'Plain.run')).not.toThrow();
+    expect(() => new LockKeyTemplate('job-<2>', 'Plain.run', 2)).toThrow(/<2> names an argument the method does not have/);
+  });
+
+  it('boots a transient provider that uses @WithLock, and locks in it', async () => {
+    @Injectable({ scope: Scope.TRANSIENT })
+    class PerConsumer {
+      constructor(readonly locks: LockService) {}
+      @WithLock('transient-<0>')
+      async run(_id: string) {
+        return this.locks.current()?.key;
+      }
+    }
+    @Injectable()
+    class Consumer {
+      constructor(readonly job: PerConsumer) {}
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [DynamoLockModule.forTesting()],
+      providers: [PerConsumer, Consumer],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    expect(await app.get(Consumer).job.run('1')).toBe('transient-1');
+    await app.close();
+  });
+
+  it('forTesting({ isGlobal: false }) is as visible as forRoot({ isGlobal: false })', async () => {
+    @Injectable()
+    class Isolated {
+      @WithLock('iso')
+      async run() {
+        return 1;
+      }
+    }
+    @Module({ providers: [Isolated] })
+    class IsolatedModule {}
+    @Module({ imports: [DynamoLockModule.forTesting({ isGlobal: false })] })
+    class LocksModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [LocksModule, IsolatedModule] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await expect(app.init()).rejects.toThrow(/^Isolated\.run uses @WithLock, but no LockService is available to it/);
     await app.close();
   });
 

@@ -36,6 +36,6 @@ async function tableCheck(session: Session): Promise<number> {
     throw error;
   }
   const ttl = await describeTtl(client, session.tableName);
-  if (!session.quiet) session.io.out(`${TABLE_OK(session.tableName)}\n${TTL_STATUS(TTL_ATTRIBUTE, ttl)}\n`);
+  if (!session.quiet) session.io.err(`${TABLE_OK(session.tableName)}\n${TTL_STATUS(TTL_ATTRIBUTE, ttl)}`);
   return ExitCode.ok;
 }

@@ -35,7 +35,7 @@ async function tableCreate(session: Session): Promise<number> {
   const ttlOn = ttl === 'ENABLED' || ttl === 'ENABLING';
   if (!session.quiet) {
     const table = created ? TABLE_CREATED(session.tableName) : TABLE_EXISTED(session.tableName);
-    session.io.out(`${table}\n${!ttlOn && ttlProblem ? ttlProblem : TTL_STATUS(TTL_ATTRIBUTE, ttl)}\n`);
+    session.io.err(`${table}\n${!ttlOn && ttlProblem ? ttlProblem : TTL_STATUS(TTL_ATTRIBUTE, ttl)}`);
   }
   return ExitCode.ok;
 }
