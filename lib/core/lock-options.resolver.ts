@@ -12,7 +12,7 @@ import {
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
 import { closestName } from '../utils/closest-name';
-import { type Duration, parseDuration } from '../utils/duration';
+import { type Duration, parseDuration, parseLease } from '../utils/duration';
 import { MAX_KEY_BYTES } from '../utils/lock-key.validation';
 import { ConsoleLockLogger } from './console.logger';
 
@@ -82,7 +82,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
   if (typeof tableName !== 'string' || !TABLE_NAME.test(tableName)) {
     throw new LockConfigurationError(INVALID_OPTION('tableName', 'a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)', tableName));
   }
-  const leaseMs = asConfigError(() => parseDuration(options.leaseDuration ?? DEFAULTS.leaseDuration, 'leaseDuration'));
+  const leaseMs = asConfigError(() => parseLease(options.leaseDuration ?? DEFAULTS.leaseDuration));
   const heartbeatMs =
     options.heartbeatInterval === undefined
       ? undefined

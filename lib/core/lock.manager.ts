@@ -1,7 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { LockBusyError, LockConfigurationError, LockLostError, type LockLostReason } from '../errors/lock.errors';
+import { LockBusyError, LockConfigurationError, LockLostError, type LockLostReason, LockValidationError } from '../errors/lock.errors';
 import {
   HEARTBEAT_FAILED,
+  LEASE_ID_INVALID,
   LOCK_BUSY,
   LOCK_EXPIRED,
   LOCK_GONE,
@@ -23,7 +24,7 @@ import type { LockRecord } from '../store/lock-record';
 import { LockStore } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { jitter, monotonicNow } from '../utils/abortable-sleep';
-import { type Duration, parseDuration } from '../utils/duration';
+import { type Duration, parseLease } from '../utils/duration';
 import { serializeData, toStoredKey } from '../utils/lock-key.validation';
 import { randomToken } from '../utils/random-token';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
@@ -178,16 +179,20 @@ export class LockManager implements LockHost, AcquisitionHost {
    */
   async renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
     const storedKey = toStoredKey(key, this.options.keyPrefix);
-    const leaseMs = leaseDuration === undefined ? undefined : parseDuration(leaseDuration, 'leaseDuration');
+    if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
+    const leaseMs = leaseDuration === undefined ? undefined : parseLease(leaseDuration);
     const result = await this.store.heartbeat(storedKey, leaseId, leaseMs, leaseMs ?? this.options.leaseMs);
     if (!result.ok) throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, result.current?.token ? 'taken' : 'gone');
   }
 
   /**
    * Releases a lease known only by its key and `leaseId`: one conditional write.
-   * @returns `false` when that lease no longer held the lock (nothing changed).
+   * @returns `true` when that lease's release is done (by this call, or already by an earlier
+   *   one: nothing is written again); `false` when it no longer held the lock (nothing changed).
+   * @throws LockValidationError for an empty or missing `leaseId`, before any request.
    */
   async releaseLease(key: string, leaseId: string): Promise<boolean> {
+    if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
     const storedKey = toStoredKey(key, this.options.keyPrefix);
     return this.store.release(storedKey, leaseId, this.options.leaseMs);
   }
@@ -255,7 +260,9 @@ export class LockManager implements LockHost, AcquisitionHost {
     const heldMs = monotonicNow() - lease.acquiredAt;
     this.history.recordHold(lease.storedKey, heldMs);
     // Waiters of other processes queued in the item come first; then the local queue.
-    const handing = slot !== undefined && !this.closed && lease.queuedElsewhere === 0 && this.nextWaiter(slot) !== undefined;
+    // Never while a remote attempt runs for the slot: the waiter would be served twice.
+    const handing =
+      slot !== undefined && !this.closed && !slot.polling && lease.queuedElsewhere === 0 && this.nextWaiter(slot) !== undefined;
     // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
     if (handing) slot.polling = true;
     const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
@@ -284,18 +291,23 @@ export class LockManager implements LockHost, AcquisitionHost {
         failed('not-held');
       }
       return done;
-    }).finally(() => slot && this.pump(slot));
+    }).finally(() => {
+      // The slot in the map now: the one seen at the start may have been dropped meanwhile.
+      const current = this.slots.get(lease.storedKey);
+      if (current) this.pump(current);
+    });
   }
 
   /** @internal */
   async extend(lock: Lock, leaseDuration?: Duration): Promise<void> {
     const lease = this.leases.get(lock);
-    const leaseMs = leaseDuration === undefined ? lease?.leaseMs : parseDuration(leaseDuration, 'leaseDuration');
+    const leaseMs = leaseDuration === undefined ? lease?.leaseMs : parseLease(leaseDuration);
     if (!lease || !this.checkHeld(lock) || leaseMs === undefined) {
       throw new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
     }
     await this.serial(lease, () => this.renew(lease, leaseMs, true));
-    if (lease.state !== 'held') throw lease.controller.signal.reason;
+    if (lease.state === 'lost') throw lease.controller.signal.reason;
+    if (lease.state === 'released') throw new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
     this.emitFor(lease, { type: 'extended', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, leaseMs });
   }
 
@@ -357,7 +369,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   // ---- Waiting ----
 
   private newWaiter(key: string, storedKey: string, options: AcquireOptions): Waiter {
-    const leaseMs = options.leaseDuration === undefined ? this.options.leaseMs : parseDuration(options.leaseDuration, 'leaseDuration');
+    const leaseMs = options.leaseDuration === undefined ? this.options.leaseMs : parseLease(options.leaseDuration);
     const waitMs = options.wait === undefined ? this.options.waitMs : resolveWait(options.wait);
     const data = serializeData(key, options.data);
     if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
@@ -427,7 +439,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     if (slot.holder || slot.polling) return;
     const waiter = this.nextWaiter(slot);
     if (!waiter) {
-      if (slot.waiters.length === 0) this.slots.delete(slot.storedKey);
+      // Only the slot in the map, never a newer one for the same key.
+      if (slot.waiters.length === 0 && this.slots.get(slot.storedKey) === slot) this.slots.delete(slot.storedKey);
       return;
     }
     slot.polling = true;

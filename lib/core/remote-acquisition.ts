@@ -123,11 +123,18 @@ export class RemoteAcquisition {
    * heartbeat first makes it fresh, or shows it was taken over meanwhile.
    */
   private async confirmPromotion(record: LockRecord): Promise<HeldLease | undefined> {
-    const stored = Math.min(record.leaseMs ?? this.waiter.leaseMs, this.waiter.leaseMs);
-    if (this.lastNotMineAt + stored / 2 > monotonicNow()) return this.host.hold(this.waiter, record, this.lastNotMineAt, 'promotion');
+    const { waiter } = this;
+    const stored = Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
+    // The queue carries no data, and a holder without heartbeats would keep the short claim lease:
+    // those write their data and their own lease first.
+    const complete = waiter.data === undefined && (waiter.heartbeat || stored >= waiter.leaseMs);
+    if (complete && this.lastNotMineAt + stored / 2 > monotonicNow())
+      return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
     const sentAt = monotonicNow();
-    const result = await this.request(() => this.host.store.heartbeat(this.waiter.storedKey, this.waiter.token, this.waiter.leaseMs));
-    return result?.ok ? this.host.hold(this.waiter, result.record, sentAt, 'promotion') : undefined;
+    const result = await this.request(() =>
+      this.host.store.heartbeat(waiter.storedKey, waiter.token, waiter.leaseMs, waiter.leaseMs, waiter.data),
+    );
+    return result?.ok ? this.host.hold(waiter, result.record, sentAt, 'promotion') : undefined;
   }
 
   /** Decides the next request from the last view of the item. */
@@ -270,7 +277,12 @@ export class RemoteAcquisition {
       for (let attempt = 0; attempt < 5; attempt++) {
         const sentAt = monotonicNow();
         const record = await store.read(waiter.storedKey);
-        if (record?.token === waiter.token) return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
+        if (record?.token === waiter.token) {
+          const promoted = await this.confirmPromotion(record);
+          // Held by a live lease now: no longer an orphan to take back.
+          if (promoted) this.host.history.dropOrphan(waiter.storedKey, waiter.token);
+          return promoted;
+        }
         this.lastNotMineAt = sentAt;
         const index = record?.queue.findIndex((entry) => entry.token === waiter.token) ?? -1;
         if (index < 0 || (await store.leave(waiter.storedKey, waiter.token, index)).ok) {

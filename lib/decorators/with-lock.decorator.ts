@@ -17,7 +17,7 @@ import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/abortable-sleep';
 import { resolveWait } from '../core/lock-options.resolver';
 import { closestName } from '../utils/closest-name';
-import { parseDuration } from '../utils/duration';
+import { parseDuration, parseLease } from '../utils/duration';
 import { copyMetadata } from './copy-metadata';
 import { LockKeyTemplate } from './lock-key.template';
 
@@ -139,7 +139,7 @@ function planOf(options: WithLockOptions, where: string): Plan {
     }
   };
   if (acquire.wait !== undefined) checked(() => resolveWait(acquire.wait!));
-  if (acquire.leaseDuration !== undefined) checked(() => parseDuration(acquire.leaseDuration, 'leaseDuration'));
+  if (acquire.leaseDuration !== undefined) checked(() => parseLease(acquire.leaseDuration));
   const skip = onBusy === 'skip';
   return {
     skip,

@@ -42,6 +42,12 @@ export const OPTIONS_NOT_OBJECT = (value: unknown) =>
 export const KEY_PREFIX_INVALID = (prefix: string, reason: string) =>
   `DynamoLockModule option "keyPrefix" ${reason}; got ${describe(prefix)}. Use a short prefix such as 'billing:'.`;
 
+export const LEASE_TOO_SHORT = (name: string, ms: number, minMs: number) =>
+  `${name} must be at least ${minMs} ms; got ${ms} ms. A lease shorter than a few DynamoDB round trips is lost before it can be used; leases of seconds are typical.`;
+
+export const LEASE_ID_INVALID = (value: unknown) =>
+  `leaseId must be the non-empty lease id that acquire printed or Lock.leaseId gave; got ${describe(value)}.`;
+
 export const INVALID_OPTION = (name: string, expected: string, value: unknown) =>
   `DynamoLockModule option "${name}" must be ${expected}; got ${describe(value)}.`;
 

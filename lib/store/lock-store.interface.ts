@@ -13,8 +13,8 @@ export interface LockStorePort {
   enqueue(waiter: QueueWrite): Promise<WriteResult>;
   /** Removes a waiter from the queue at `index` if it is still there. */
   leave(key: string, token: string, index: number): Promise<WriteResult>;
-  /** Renews a held lock (new record version; new lease unless `undefined`). */
-  heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs?: number): Promise<WriteResult>;
+  /** Renews a held lock (new record version; new lease unless `undefined`; the holder's data when given). */
+  heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs?: number, data?: string): Promise<WriteResult>;
   /** Releases a held lock, keeping the fencing counter; `false` when the token did not hold it. `heldMs` is recorded for waiters. */
   release(key: string, token: string, leaseMs: number, heldMs?: number): Promise<boolean>;
   /** Releases straight to the head of the queue. `heldMs` is recorded for waiters. */

@@ -39,13 +39,15 @@ export interface AcquireWrite {
  */
 export const CLAIM_LEASE_MS = 5_000;
 
-/** A waiter to record in the item's queue. */
+/**
+ * A waiter to record in the item's queue. Its data is not queued (many large entries would
+ * outgrow DynamoDB's 400 KB item): a promoted waiter writes it with its confirming heartbeat.
+ */
 export interface QueueWrite {
   key: string;
   token: string;
   owner: string;
   leaseMs: number;
-  data?: string;
 }
 
 /** Result of a conditional write. `current` is the item that blocked it, when the server returned it. */
@@ -173,8 +175,8 @@ export class LockStore implements LockStorePort {
       [ATTR.token]: { S: waiter.token },
       [ATTR.owner]: { S: waiter.owner },
       [ATTR.lease]: { N: String(Math.min(waiter.leaseMs, CLAIM_LEASE_MS)) },
-      // Always present: a promotion copies it, and copying a missing path is an error.
-      [ATTR.data]: { S: waiter.data ?? '' },
+      // Always present and empty (reads as no data): a promotion copies it, and copying a missing path is an error.
+      [ATTR.data]: { S: '' },
     };
     return this.update(
       {
@@ -212,10 +214,11 @@ export class LockStore implements LockStorePort {
 
   /**
    * Keeps a held lock alive: a new record version (which waiters watch), a fresh TTL and,
-   * a new lease duration (`undefined` keeps the stored one). Only the owner token's holder can do it.
+   * a new lease duration (`undefined` keeps the stored one), and the holder's data when given
+   * (a promoted waiter's). Only the owner token's holder can do it.
    * Returns the item, so the holder learns who is queued.
    */
-  heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs = leaseMs ?? 0): Promise<WriteResult> {
+  heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs = leaseMs ?? 0, data?: string): Promise<WriteResult> {
     const now = Date.now();
     const values: Record<string, AttributeValue> = { ':token': { S: token }, ':rvn': { S: randomToken() }, ':now': { N: String(now) } };
     const set = ['#rvn = :rvn', '#updatedAt = :now'];
@@ -223,13 +226,17 @@ export class LockStore implements LockStorePort {
       set.push('#lease = :lease');
       values[':lease'] = { N: String(leaseMs) };
     }
+    if (data !== undefined) {
+      set.push('#data = :data');
+      values[':data'] = { S: data };
+    }
     return this.update({ key, set, condition: '#token = :token', values, returnNew: true }, ttlLeaseMs, now);
   }
 
   /**
    * Releases a held lock: clears the owner token but keeps the item and its fencing counter, so
    * the next holder's token is larger. Records the released token, so a retry of a release whose
-   * response was lost still reports success.
+   * response was lost still reports success (without writing again).
    * @returns `false` when the token no longer held the lock (nothing was changed).
    */
   async release(key: string, token: string, leaseMs: number, heldMs?: number): Promise<boolean> {
@@ -240,9 +247,7 @@ export class LockStore implements LockStorePort {
         set: ['#rvn = :rvn', '#released = :token', '#updatedAt = :now', ...lastHold(heldMs)],
         remove: ['#token', '#owner', '#data'],
         delete: ['#queued :tokenSet'],
-        // A retry after a lost response finds its own released token; a token that promoted the
-        // lock away finds another holder and changes nothing.
-        condition: '#token = :token OR (#released = :token AND attribute_not_exists(#token))',
+        condition: '#token = :token',
         values: {
           ':token': { S: token },
           ':rvn': { S: randomToken() },
@@ -254,7 +259,11 @@ export class LockStore implements LockStorePort {
       leaseMs,
       now,
     );
-    return result.ok;
+    if (result.ok) return true;
+    // A retry after a lost response finds its own released token (no write: waiters watch the
+    // record version); a token that promoted the lock away finds another holder.
+    const current = result.current ?? (await this.read(key));
+    return current?.released === token && current.token === undefined;
   }
 
   /**

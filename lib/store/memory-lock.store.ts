@@ -127,7 +127,7 @@ export class MemoryLockStore implements LockStorePort {
       token: waiter.token,
       owner: waiter.owner,
       leaseMs: Math.min(waiter.leaseMs, CLAIM_LEASE_MS),
-      data: waiter.data ?? '',
+      data: '',
     };
     await tick();
     return this.update(waiter.key, (item) => {
@@ -148,18 +148,18 @@ export class MemoryLockStore implements LockStorePort {
     return result.ok ? { ok: true, record: toRecord({ key }) } : result;
   }
 
-  async heartbeat(key: string, token: string, leaseMs: number | undefined, _ttlLeaseMs?: number): Promise<WriteResult> {
+  async heartbeat(key: string, token: string, leaseMs: number | undefined, _ttlLeaseMs?: number, data?: string): Promise<WriteResult> {
     await tick();
     return this.update(key, (item) => {
       if (item.token !== token) return undefined;
-      return { ...item, rvn: randomToken(), updatedAt: Date.now(), leaseMs: leaseMs ?? item.leaseMs };
+      return { ...item, rvn: randomToken(), updatedAt: Date.now(), leaseMs: leaseMs ?? item.leaseMs, data: data ?? item.data };
     });
   }
 
   async release(key: string, token: string, _leaseMs: number, heldMs?: number): Promise<boolean> {
     await tick();
     const result = this.update(key, (item) => {
-      if (item.token !== token && !(item.released === token && item.token === undefined)) return undefined;
+      if (item.token !== token) return undefined;
       return {
         ...item,
         rvn: randomToken(),
@@ -172,7 +172,8 @@ export class MemoryLockStore implements LockStorePort {
         queued: without(item.queued, token),
       };
     });
-    return result.ok;
+    // A retried release: already released by this token (nothing written again).
+    return result.ok || (!result.ok && result.current?.released === token && result.current.token === undefined);
   }
 
   async promote(key: string, token: string, _leaseMs: number, heldMs?: number): Promise<WriteResult> {

@@ -1,5 +1,5 @@
 import { LockValidationError } from '../errors/lock.errors';
-import { INVALID_DURATION } from '../errors/lock.messages';
+import { INVALID_DURATION, LEASE_TOO_SHORT } from '../errors/lock.messages';
 
 /**
  * A duration: milliseconds as a number, or a string such as `'500ms'`, `'30s'`,
@@ -69,4 +69,17 @@ function parseText(text: string, name: string): number {
 
 function fail(name: string, value: unknown, reason?: string): never {
   throw new LockValidationError(INVALID_DURATION(name, value, reason));
+}
+
+/** Shortest lease accepted: below it, round trips and the safety margin leave no time to hold the lock. */
+export const MIN_LEASE_MS = 100;
+
+/**
+ * Parses a lease duration: a {@link Duration} of at least {@link MIN_LEASE_MS}.
+ * @throws LockValidationError naming the value and what is accepted.
+ */
+export function parseLease(value: unknown, name = 'leaseDuration'): number {
+  const ms = parseDuration(value, name);
+  if (ms < MIN_LEASE_MS) throw new LockValidationError(LEASE_TOO_SHORT(name, ms, MIN_LEASE_MS));
+  return ms;
 }

@@ -460,12 +460,24 @@ describeEachServer('LockManager', (server) => {
       ['a malformed wait', 'k', { wait: 'forever' }, /wait must be a positive duration/],
       ['data over the item size', 'k', { data: { big: 'x'.repeat(420_000) } }, /Lock data for "k" is \d+ bytes as JSON; at most/],
       ['data that is not JSON', 'k', { data: { n: 1n } }, /must be JSON-serialisable/],
+      ['a lease too short to use', 'k', { leaseDuration: 50 }, /leaseDuration must be at least 100 ms; got 50 ms/],
     ])('rejects %s before any request', async (_label, key, options, message) => {
       const manager = fixture.manager();
       const counter = countRequests(manager.client);
       const error = await rejectionOf(manager.acquire(key, options as never));
       expect(error).toBeInstanceOf(LockValidationError);
       expect(error.message).toMatch(message);
+      expect(counter.total()).toBe(0);
+    });
+
+    it('rejects a missing lease id of renewLease and releaseLease before any request', async () => {
+      const manager = fixture.manager();
+      const counter = countRequests(manager.client);
+      for (const call of [() => manager.releaseLease('k', undefined as never), () => manager.renewLease('k', '')]) {
+        const error = await rejectionOf(call());
+        expect(error).toBeInstanceOf(LockValidationError);
+        expect(error.message).toMatch(/^leaseId must be the non-empty lease id/);
+      }
       expect(counter.total()).toBe(0);
     });
 

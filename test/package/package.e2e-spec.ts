@@ -561,7 +561,7 @@ describe('npm package: pack, install from the tarball, run', () => {
       expectSuccess(await npx(['table-create', ...target]), 'npx dynamo-lock table-create');
       const check = await npx(['table-check', ...target]);
       expectSuccess(check, 'npx dynamo-lock table-check');
-      expect(check.stdout).toContain(`Lock table "${table}" is ACTIVE with the right key schema`);
+      expect(check.stderr).toContain(`Lock table "${table}" is ACTIVE with the right key schema`);
       timings.push(`cli: --version ${seconds(version.ms)}, table-check ${seconds(check.ms)}`);
     }, 60_000);
 

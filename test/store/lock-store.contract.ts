@@ -66,8 +66,8 @@ export function lockStoreContract(
       return { token, record };
     }
 
-    async function enqueue(key: string, token: string, leaseMs = LEASE, data?: string): Promise<LockRecord> {
-      return okRecord(await store.enqueue({ key, token, owner: `owner-${token.slice(0, 6)}`, leaseMs, data }));
+    async function enqueue(key: string, token: string, leaseMs = LEASE): Promise<LockRecord> {
+      return okRecord(await store.enqueue({ key, token, owner: `owner-${token.slice(0, 6)}`, leaseMs }));
     }
 
     async function mustRead(key: string): Promise<LockRecord> {
@@ -174,7 +174,7 @@ export function lockStoreContract(
         const key = newKey('head');
         const a = await take(key);
         const [w1, w2] = [tok(), tok()];
-        await enqueue(key, w1, 3_000, '"w1"');
+        await enqueue(key, w1, 3_000);
         await enqueue(key, w2);
         expect(await store.release(key, a.token, LEASE)).toBe(true);
         const taken = okRecord(await store.acquire(write(key, w1, { kind: 'head' }, { queuedAt: 0, data: '"mine"' })));
@@ -399,11 +399,11 @@ export function lockStoreContract(
     // ---- promote ----
 
     describe('promote', () => {
-      it("moves the head's token, owner, lease (capped at the claim lease) and data into the lock; fence + 1; released = promoter", async () => {
+      it("moves the head's token, owner and lease (capped at the claim lease) into the lock, with no data; fence + 1; released = promoter", async () => {
         const key = newKey('promote');
         const a = await take(key, { data: '"holder"' });
         const [w1, w2] = [tok(), tok()];
-        await enqueue(key, w1, 60_000, '{"w":1}');
+        await enqueue(key, w1, 60_000);
         await enqueue(key, w2, 2_000);
         const before = Date.now();
         const promoted = okRecord(await store.promote(key, a.token, LEASE));
@@ -416,14 +416,17 @@ export function lockStoreContract(
           fencingToken: a.record.fencingToken! + 1,
           acquiredAt: expect.any(Number),
           updatedAt: expect.any(Number),
-          data: '{"w":1}',
+          data: undefined,
           released: a.token,
           queue: [{ token: w2, owner: `owner-${w2.slice(0, 6)}` }],
         });
         expect(promoted.rvn).not.toBe(a.record.rvn);
         expect(promoted.acquiredAt).toBeGreaterThanOrEqual(before);
         expect(await store.read(key)).toEqual(promoted);
-        // Next in line: a lease shorter than the claim lease is kept; no data reads as none.
+        // The promoted waiter confirms with its own lease and data.
+        const confirmed = okRecord(await store.heartbeat(key, w1, 60_000, 60_000, '{"w":1}'));
+        expect(confirmed).toMatchObject({ token: w1, leaseMs: 60_000, data: '{"w":1}', fencingToken: promoted.fencingToken });
+        // Next in line: a lease shorter than the claim lease is kept.
         const next = okRecord(await store.promote(key, w1, LEASE));
         expect(next).toMatchObject({
           token: w2,
@@ -554,7 +557,10 @@ export function lockStoreContract(
         expect(await store.release(key, tok(), LEASE)).toBe(false);
         expect((await mustRead(key)).token).toBe(a.token);
         expect(await store.release(key, a.token, LEASE)).toBe(true);
+        const released = await mustRead(key);
         expect(await store.release(key, a.token, LEASE)).toBe(true);
+        // The repeat writes nothing: waiters watching the record version are not reset.
+        expect(await mustRead(key)).toEqual(released);
         const before = await mustRead(key);
         expect(await store.release(key, tok(), LEASE)).toBe(false);
         expect(await store.read(key)).toEqual(before);
