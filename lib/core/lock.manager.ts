@@ -174,13 +174,16 @@ export class LockManager implements LockHost, AcquisitionHost {
   /**
    * Renews a lease known only by its key and `leaseId` (for example one acquired by another
    * process with `heartbeat: false`): one conditional write. Without `leaseDuration` the stored
-   * lease duration is kept.
+   * lease duration is kept. A lease this manager holds is renewed through its `Lock`, so the
+   * handle keeps counting the lease it really has.
    * @throws LockLostError when that lease no longer holds the lock.
    */
   async renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
     const storedKey = toStoredKey(key, this.options.keyPrefix);
     if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
     const leaseMs = leaseDuration === undefined ? undefined : parseLease(leaseDuration);
+    const own = this.heldLease(storedKey, leaseId);
+    if (own) return this.extend(own.lock, leaseDuration);
     const result = await this.store.heartbeat(storedKey, leaseId, leaseMs, leaseMs ?? this.options.leaseMs);
     if (!result.ok) throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, result.current?.token ? 'taken' : 'gone');
   }
@@ -194,7 +197,16 @@ export class LockManager implements LockHost, AcquisitionHost {
   async releaseLease(key: string, leaseId: string): Promise<boolean> {
     if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
     const storedKey = toStoredKey(key, this.options.keyPrefix);
+    // A lease this manager holds is released through its `Lock` (timers stopped, waiters served).
+    const own = this.heldLease(storedKey, leaseId);
+    if (own) return this.release(own.lock);
     return this.store.release(storedKey, leaseId, this.options.leaseMs);
+  }
+
+  /** The lease this manager holds for a stored key with owner token `leaseId`, if any. */
+  private heldLease(storedKey: string, leaseId: string): HeldLease | undefined {
+    const holder = this.slots.get(storedKey)?.holder;
+    return holder?.token === leaseId && holder.state === 'held' ? holder : undefined;
   }
 
   /** Who holds a key now (one strongly consistent read), or `null` when it is free. */

@@ -215,6 +215,23 @@ describeEachServer('LockManager', (server) => {
       await second.release();
     });
 
+    it('renews and releases a lease it holds itself through its Lock, which keeps counting the real lease', async () => {
+      const manager = fixture.manager();
+      const other = fixture.manager();
+      const key = newKey('own-lease');
+      const lock = await manager.acquire(key, { heartbeat: false, leaseDuration: '1m' });
+      await manager.renewLease(key, lock.leaseId, 600);
+      expect((await other.inspect(key))?.leaseDuration).toBe(600);
+      // The handle knows its lease is 600 ms now, not a minute: it stops trusting it in time.
+      await sleep(700);
+      expect(lock.isHeld).toBe(false);
+      const again = await manager.acquire(key, { wait: '5s' });
+      expect(await manager.releaseLease(key, again.leaseId)).toBe(true);
+      expect(again.isHeld).toBe(false);
+      expect(manager.heldCount).toBe(0);
+      expect(await other.tryAcquire(key)).not.toBeNull();
+    });
+
     it('raises the fencing token on every acquisition, keeping the counter across releases', async () => {
       const manager = fixture.manager();
       const key = newKey('fence');
