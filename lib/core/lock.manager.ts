@@ -23,7 +23,7 @@ import { LockTelemetry, type LockTrace } from '../observability/lock.telemetry';
 import type { LockRecord } from '../store/lock-record';
 import { LockStore } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
-import { jitter, monotonicNow } from '../utils/abortable-sleep';
+import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
 import { type Duration, parseLease } from '../utils/duration';
 import { serializeData, toStoredKey } from '../utils/lock-key.validation';
 import { randomToken } from '../utils/random-token';
@@ -313,7 +313,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   /** @internal */
   async extend(lock: Lock, leaseDuration?: Duration): Promise<void> {
     const lease = this.leases.get(lock);
-    const leaseMs = leaseDuration === undefined ? lease?.leaseMs : parseLease(leaseDuration);
+    const leaseMs = leaseDuration === undefined ? lease?.targetLeaseMs : parseLease(leaseDuration);
     if (!lease || !this.checkHeld(lock) || leaseMs === undefined) {
       throw new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
     }
@@ -568,10 +568,17 @@ export class LockManager implements LockHost, AcquisitionHost {
     };
     this.leases.set(lock, lease);
     this.scheduler.add(lease);
+    // Held by a live lease: no longer an orphan to take back.
+    this.history.dropOrphan(waiter.storedKey, waiter.token);
     // A caller that gave up while the write was in flight never sees this lock, which is released
     // at once: no event tells of it.
     lease.quiet = waiter.settled;
     if (lease.quiet) return lease;
+    // A promotion leaves the data out and starts on the claim lease: write them now where no
+    // heartbeat would (the data at all; the lease of a holder that renews by hand).
+    const missingData = waiter.data !== undefined && record.data !== waiter.data;
+    // Not awaited: the caller has the lock already (a slow write must not make it miss its deadline).
+    if (missingData || (!waiter.heartbeat && leaseMs < waiter.leaseMs)) void this.completePromotion(lease, waiter.leaseMs, waiter.data);
     const waitedMs = Math.round(monotonicNow() - waiter.startedAt);
     if (via === 'takeover') {
       this.emit(
@@ -582,6 +589,18 @@ export class LockManager implements LockHost, AcquisitionHost {
     this.emit({ type: 'acquired', key: waiter.key, owner: waiter.owner, fencingToken: lock.fencingToken, waitedMs, via }, waiter.trace);
     lease.trace = waiter.trace?.startHold(waiter.key, waiter.owner, lock.fencingToken);
     return lease;
+  }
+
+  /**
+   * Writes a promoted lease's own lease and data, retrying transient failures while it is held
+   * (until then the lease is the claim lease, and the `Lock` counts that one).
+   */
+  private async completePromotion(lease: HeldLease, leaseMs: number, data: string | undefined): Promise<void> {
+    for (let pause = RETRY_MIN_MS; lease.state === 'held'; pause = Math.min(pause * 2, 2_000)) {
+      await this.serial(lease, () => this.renew(lease, leaseMs, false, data)).catch(() => undefined);
+      if (lease.lastError === undefined) return;
+      await sleep(jitter(pause), lease.controller.signal).catch(() => undefined);
+    }
   }
 
   /** Runs a write of `lease` after its earlier writes, marking it busy for the scheduler. */
@@ -608,11 +627,11 @@ export class LockManager implements LockHost, AcquisitionHost {
    * One heartbeat write. Validity counts from when the write was sent, not answered.
    * A transient failure is retried until the lease runs out; `extend` rethrows it.
    */
-  private async renew(lease: HeldLease, leaseMs: number, rethrow: boolean): Promise<void> {
+  private async renew(lease: HeldLease, leaseMs: number, rethrow: boolean, data?: string): Promise<void> {
     if (lease.state !== 'held') return;
     const sentAt = monotonicNow();
     try {
-      const result = await this.store.heartbeat(lease.storedKey, lease.token, leaseMs);
+      const result = await this.store.heartbeat(lease.storedKey, lease.token, leaseMs, leaseMs, data);
       if (lease.state !== 'held') return;
       if (!result.ok) {
         // Servers that do not return the blocking item (dynalite) need a read to tell "taken" from "gone".

@@ -118,23 +118,24 @@ export class RemoteAcquisition {
   }
 
   /**
-   * A release handed the lock to this waiter. Its lease counts from before the last answer that
-   * still showed another owner; when much of it is gone already (a slow poll, a pause), one
-   * heartbeat first makes it fresh, or shows it was taken over meanwhile.
+   * A release handed the lock to this waiter, on the short claim lease and without its data
+   * (the manager writes both right after, when the holder's heartbeats would not). Its lease
+   * counts from before the last answer that still showed another owner; when much of it is gone
+   * already (a slow poll, a pause), one heartbeat first makes it fresh, or shows it was taken over.
    */
   private async confirmPromotion(record: LockRecord): Promise<HeldLease | undefined> {
     const { waiter } = this;
     const stored = Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
-    // The queue carries no data, and a holder without heartbeats would keep the short claim lease:
-    // those write their data and their own lease first.
-    const complete = waiter.data === undefined && (waiter.heartbeat || stored >= waiter.leaseMs);
-    if (complete && this.lastNotMineAt + stored / 2 > monotonicNow())
-      return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
+    if (this.lastNotMineAt + stored / 2 > monotonicNow()) return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
     const sentAt = monotonicNow();
     const result = await this.request(() =>
       this.host.store.heartbeat(waiter.storedKey, waiter.token, waiter.leaseMs, waiter.leaseMs, waiter.data),
     );
-    return result?.ok ? this.host.hold(waiter, result.record, sentAt, 'promotion') : undefined;
+    if (result?.ok) return this.host.hold(waiter, result.record, sentAt, 'promotion');
+    // Not ours any more: a server that does not return the item needs a read, or the view would
+    // still show this waiter as the holder and the loop would try again at once.
+    if (result && !result.current) await this.read();
+    return undefined;
   }
 
   /** Decides the next request from the last view of the item. */
@@ -271,24 +272,19 @@ export class RemoteAcquisition {
     if (this.queuedAt === undefined && !this.uncertain) return undefined;
     const { store } = this.host;
     const { waiter } = this;
-    // Until it is confirmed gone, the token may still be promoted (or hold the lock).
+    // The token may still be promoted (or hold the lock) while no caller waits for it.
     this.host.history.addOrphan(waiter.storedKey, waiter.token);
     try {
       for (let attempt = 0; attempt < 5; attempt++) {
         const sentAt = monotonicNow();
         const record = await store.read(waiter.storedKey);
-        if (record?.token === waiter.token) {
-          const promoted = await this.confirmPromotion(record);
-          // Held by a live lease now: no longer an orphan to take back.
-          if (promoted) this.host.history.dropOrphan(waiter.storedKey, waiter.token);
-          return promoted;
-        }
+        // Promoted meanwhile: held on the claim lease as it is (the manager passes it on).
+        if (record?.token === waiter.token) return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
         this.lastNotMineAt = sentAt;
         const index = record?.queue.findIndex((entry) => entry.token === waiter.token) ?? -1;
-        if (index < 0 || (await store.leave(waiter.storedKey, waiter.token, index)).ok) {
-          this.host.history.dropOrphan(waiter.storedKey, waiter.token);
-          return undefined;
-        }
+        // Out of the queue. The token stays marked: a copy of its enqueue still in flight could put
+        // it back and have it promoted, and this process then takes it back at once.
+        if (index < 0 || (await store.leave(waiter.storedKey, waiter.token, index)).ok) return undefined;
       }
     } catch {
       // Best effort: a waiter left in the queue is skipped one lease after it is promoted.

@@ -40,14 +40,25 @@ export interface AcquireWrite {
 export const CLAIM_LEASE_MS = 5_000;
 
 /**
- * A waiter to record in the item's queue. Its data is not queued (many large entries would
- * outgrow DynamoDB's 400 KB item): a promoted waiter writes it with its confirming heartbeat.
+ * Largest lock data (UTF-8 bytes of its JSON) that travels in a queue entry, so that a promotion
+ * hands it over in the same write. Larger data would let a long queue outgrow DynamoDB's 400 KB
+ * item: a promoted waiter writes it itself, right after.
  */
+export const QUEUED_DATA_MAX_BYTES = 256;
+
+/** A waiter to record in the item's queue. */
 export interface QueueWrite {
   key: string;
   token: string;
   owner: string;
   leaseMs: number;
+  /** Queued only up to {@link QUEUED_DATA_MAX_BYTES}. */
+  data?: string;
+}
+
+/** The data a queue entry carries: small data, else none (an empty string reads as none). */
+export function queuedData(data: string | undefined): string {
+  return data !== undefined && Buffer.byteLength(data, 'utf8') <= QUEUED_DATA_MAX_BYTES ? data : '';
 }
 
 /** Result of a conditional write. `current` is the item that blocked it, when the server returned it. */
@@ -175,8 +186,8 @@ export class LockStore implements LockStorePort {
       [ATTR.token]: { S: waiter.token },
       [ATTR.owner]: { S: waiter.owner },
       [ATTR.lease]: { N: String(Math.min(waiter.leaseMs, CLAIM_LEASE_MS)) },
-      // Always present and empty (reads as no data): a promotion copies it, and copying a missing path is an error.
-      [ATTR.data]: { S: '' },
+      // Always present (empty reads as none): a promotion copies it, and copying a missing path is an error.
+      [ATTR.data]: { S: queuedData(waiter.data) },
     };
     return this.update(
       {

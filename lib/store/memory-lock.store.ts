@@ -1,7 +1,7 @@
 import { randomToken } from '../utils/random-token';
 import type { LockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
-import { type AcquireWrite, CLAIM_LEASE_MS, type QueueWrite, type WriteResult } from './lock.store';
+import { type AcquireWrite, CLAIM_LEASE_MS, type QueueWrite, queuedData, type WriteResult } from './lock.store';
 
 /** A waiter in an item's queue, as the DynamoDB store writes it (every attribute present). */
 interface StoredWaiter {
@@ -127,7 +127,7 @@ export class MemoryLockStore implements LockStorePort {
       token: waiter.token,
       owner: waiter.owner,
       leaseMs: Math.min(waiter.leaseMs, CLAIM_LEASE_MS),
-      data: '',
+      data: queuedData(waiter.data),
     };
     await tick();
     return this.update(waiter.key, (item) => {

@@ -160,7 +160,9 @@ describeEachServer('LockManager', (server) => {
       const lock = await waiting;
       expect(await Promise.race([manager.tryAcquire(key), sleep(1_000).then(() => blocked)])).toBeNull();
       await lock.release();
-      expect(await manager.tryAcquire(key)).not.toBeNull();
+      const free = await manager.tryAcquire(key);
+      expect(free).not.toBeNull();
+      await free?.release();
     });
 
     it('stops waiting as soon as the signal aborts', async () => {
@@ -175,7 +177,9 @@ describeEachServer('LockManager', (server) => {
       expect(error.message).toBe('client went away');
       expect(performance.now() - started).toBeLessThan(1_000);
       await lock.release();
-      expect(await waiter.tryAcquire(key)).not.toBeNull();
+      const free = await waiter.tryAcquire(key);
+      expect(free).not.toBeNull();
+      await free?.release();
     });
   });
 
@@ -229,7 +233,9 @@ describeEachServer('LockManager', (server) => {
       expect(await manager.releaseLease(key, again.leaseId)).toBe(true);
       expect(again.isHeld).toBe(false);
       expect(manager.heldCount).toBe(0);
-      expect(await other.tryAcquire(key)).not.toBeNull();
+      const free = await other.tryAcquire(key);
+      expect(free).not.toBeNull();
+      await free?.release();
     });
 
     it('raises the fencing token on every acquisition, keeping the counter across releases', async () => {

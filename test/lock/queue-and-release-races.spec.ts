@@ -7,12 +7,23 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type LockEvent, type LockEventOf, LockLostError } from '../../lib';
+import { type LockEvent, type LockEventOf, type LockInfo, LockLostError, type LockManager } from '../../lib';
+import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
 
 let seq = 0;
 const newKey = (name: string) => `${name}-${++seq}`;
+
+/** The key's lock as `inspect()` shows it once `done` holds (a promoted holder writes its own lease and data just after). */
+async function inspectUntil(manager: LockManager, key: string, done: (info: LockInfo | null) => boolean): Promise<LockInfo | null> {
+  let info = await manager.inspect(key);
+  for (let i = 0; i < 100 && !done(info); i++) {
+    await sleep(50);
+    info = await manager.inspect(key);
+  }
+  return info;
+}
 
 /** Delays this client's next release request (an UpdateItem recording a released token) by `ms`. */
 function delayNextRelease(client: DynamoDBClient, ms: number): void {
@@ -73,7 +84,7 @@ describeEachServer('queue and release races', (server) => {
     await sleep(800);
     await held.release();
     const lock = await waiting;
-    expect(await waiter.inspect(key)).toMatchObject({
+    expect(await inspectUntil(waiter, key, (i) => i?.leaseDuration === 20_000)).toMatchObject({
       owner: 'lambda',
       fencingToken: lock.fencingToken,
       leaseDuration: 20_000,
@@ -94,11 +105,49 @@ describeEachServer('queue and release races', (server) => {
     await sleep(800);
     await held.release();
     const lock = await waiting;
-    const info = await waiter.inspect(key);
+    const info = await inspectUntil(waiter, key, (i) => i?.data !== undefined);
     expect(info).toMatchObject({ owner: 'b', fencingToken: lock.fencingToken });
     expect((info?.data as { by: string }).by).toBe('b');
     await lock.release();
   }, 20_000);
+
+  it('gives a promoted waiter the lock at once when writing its data fails for a while, and writes it after', async () => {
+    const events: LockEvent[] = [];
+    const holder = fixture.manager({ ownerName: 'holder', leaseDuration: 1_500 });
+    const waiter = fixture.manager({ ownerName: 'waiter', onEvent: (event) => events.push(event) });
+    const key = newKey('promoted-throttled');
+    const held = await holder.acquire(key);
+    // A wait that ends soon after the promotion: the data write must not hold the caller back.
+    // Data too large for the queue (over 256 bytes): the promoted waiter writes it itself.
+    const waiting = waiter.acquire(key, { wait: '1500ms', data: { job: 9, note: 'n'.repeat(300) } });
+    for (let i = 0; i < 100 && !events.some((e) => e.type === 'waiting'); i++) await sleep(10);
+    await sleep(600); // the holder's heartbeat sees the queue, so its release promotes
+    const faults = injectFaults(waiter.client).failNext('UpdateItem', { kind: 'server-error', times: 12 });
+    await held.release();
+    const lock = await waiting;
+    expect(events.find((e) => e.type === 'acquired')).toMatchObject({ via: 'promotion' });
+    const info = await inspectUntil(waiter, key, (i) => i?.data !== undefined);
+    expect(info).toMatchObject({ owner: 'waiter', fencingToken: lock.fencingToken, data: { job: 9 } });
+    expect((info?.data as { note: string }).note).toHaveLength(300);
+    // Every injected failure hit the data write, which was retried past them.
+    expect(faults.injected.map((f) => f.command)).toEqual(Array(12).fill('UpdateItemCommand'));
+    expect(lock.isHeld).toBe(true);
+    await lock.release();
+  });
+
+  it('extends a promoted lock to the lease it asked for, not the claim lease it started on', async () => {
+    const holder = fixture.manager({ ownerName: 'holder', leaseDuration: 1_500 });
+    const waiter = fixture.manager({ ownerName: 'waiter' });
+    const key = newKey('promoted-extend');
+    const held = await holder.acquire(key);
+    const waiting = waiter.acquire(key, { wait: '5s', leaseDuration: '20s' });
+    await sleep(800);
+    await held.release();
+    const lock = await waiting;
+    await lock.extend();
+    expect(await waiter.inspect(key)).toMatchObject({ fencingToken: lock.fencingToken, leaseDuration: 20_000 });
+    await lock.release();
+  });
 
   it('rejects an extend() that loses the race with release() with a LockLostError', async () => {
     const manager = fixture.manager();

@@ -66,8 +66,8 @@ export function lockStoreContract(
       return { token, record };
     }
 
-    async function enqueue(key: string, token: string, leaseMs = LEASE): Promise<LockRecord> {
-      return okRecord(await store.enqueue({ key, token, owner: `owner-${token.slice(0, 6)}`, leaseMs }));
+    async function enqueue(key: string, token: string, leaseMs = LEASE, data?: string): Promise<LockRecord> {
+      return okRecord(await store.enqueue({ key, token, owner: `owner-${token.slice(0, 6)}`, leaseMs, data }));
     }
 
     async function mustRead(key: string): Promise<LockRecord> {
@@ -399,12 +399,13 @@ export function lockStoreContract(
     // ---- promote ----
 
     describe('promote', () => {
-      it("moves the head's token, owner and lease (capped at the claim lease) into the lock, with no data; fence + 1; released = promoter", async () => {
+      it("moves the head's token, owner, lease (capped at the claim lease) and small data into the lock; fence + 1; released = promoter", async () => {
         const key = newKey('promote');
         const a = await take(key, { data: '"holder"' });
         const [w1, w2] = [tok(), tok()];
-        await enqueue(key, w1, 60_000);
-        await enqueue(key, w2, 2_000);
+        await enqueue(key, w1, 60_000, '{"w":1}');
+        // Data over 256 bytes stays out of the queue: its waiter writes it once promoted.
+        await enqueue(key, w2, 2_000, JSON.stringify('x'.repeat(300)));
         const before = Date.now();
         const promoted = okRecord(await store.promote(key, a.token, LEASE));
         expect(promoted).toEqual({
@@ -416,17 +417,17 @@ export function lockStoreContract(
           fencingToken: a.record.fencingToken! + 1,
           acquiredAt: expect.any(Number),
           updatedAt: expect.any(Number),
-          data: undefined,
+          data: '{"w":1}',
           released: a.token,
           queue: [{ token: w2, owner: `owner-${w2.slice(0, 6)}` }],
         });
         expect(promoted.rvn).not.toBe(a.record.rvn);
         expect(promoted.acquiredAt).toBeGreaterThanOrEqual(before);
         expect(await store.read(key)).toEqual(promoted);
-        // The promoted waiter confirms with its own lease and data.
-        const confirmed = okRecord(await store.heartbeat(key, w1, 60_000, 60_000, '{"w":1}'));
-        expect(confirmed).toMatchObject({ token: w1, leaseMs: 60_000, data: '{"w":1}', fencingToken: promoted.fencingToken });
-        // Next in line: a lease shorter than the claim lease is kept.
+        // A heartbeat can set the holder's lease and data.
+        const confirmed = okRecord(await store.heartbeat(key, w1, 60_000, 60_000, '{"w":2}'));
+        expect(confirmed).toMatchObject({ token: w1, leaseMs: 60_000, data: '{"w":2}', fencingToken: promoted.fencingToken });
+        // Next in line: a lease shorter than the claim lease is kept; its large data was not queued.
         const next = okRecord(await store.promote(key, w1, LEASE));
         expect(next).toMatchObject({
           token: w2,
