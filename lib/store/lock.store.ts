@@ -52,7 +52,7 @@ export interface QueueWrite {
   token: string;
   owner: string;
   leaseMs: number;
-  /** Queued only up to {@link QUEUED_DATA_MAX_BYTES}. */
+  /** Queued only up to 256 bytes (`QUEUED_DATA_MAX_BYTES`). */
   data?: string;
 }
 
