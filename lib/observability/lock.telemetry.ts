@@ -130,21 +130,36 @@ export class LockTelemetry {
   }
 }
 
-/** The acquire span of one call. @internal */
-export class AcquireTrace implements LockTrace {
-  private ended = false;
+/** A span that takes in the events of its part of a lock's life, and ends once. */
+abstract class SpanTrace implements LockTrace {
+  protected ended = false;
 
-  constructor(
-    private readonly telemetry: LockTelemetry,
-    private readonly span: OtelSpan,
-    private readonly parent: OtelContext,
-  ) {}
+  constructor(protected readonly span: OtelSpan) {}
 
   onEvent(event: LockEvent): void {
     if (!this.ended) guarded(() => this.take(event));
   }
 
-  private take(event: LockEvent): void {
+  /** Records one event on the span. */
+  protected abstract take(event: LockEvent): void;
+
+  protected end(): void {
+    this.ended = true;
+    guarded(() => this.span.end());
+  }
+}
+
+/** The acquire span of one call. @internal */
+export class AcquireTrace extends SpanTrace {
+  constructor(
+    private readonly telemetry: LockTelemetry,
+    span: OtelSpan,
+    private readonly parent: OtelContext,
+  ) {
+    super(span);
+  }
+
+  protected take(event: LockEvent): void {
     switch (event.type) {
       case 'waiting':
         this.span.addEvent('waiting', holderAttributes('dynamo_lock.holder', event.holder));
@@ -190,27 +205,18 @@ export class AcquireTrace implements LockTrace {
   startHold(key: string, owner: string, fencingToken: number): HoldTrace | undefined {
     return this.telemetry.startHold(this.parent, key, owner, fencingToken);
   }
-
-  private end(): void {
-    this.ended = true;
-    guarded(() => this.span.end());
-  }
 }
 
 /** The hold span of one acquisition. @internal */
-export class HoldTrace implements LockTrace {
-  private ended = false;
-
+export class HoldTrace extends SpanTrace {
   constructor(
     private readonly api: OtelApi,
-    private readonly span: OtelSpan,
-  ) {}
-
-  onEvent(event: LockEvent): void {
-    if (!this.ended) guarded(() => this.take(event));
+    span: OtelSpan,
+  ) {
+    super(span);
   }
 
-  private take(event: LockEvent): void {
+  protected take(event: LockEvent): void {
     switch (event.type) {
       case 'extended':
         this.span.addEvent('extended', { 'dynamo_lock.lease_ms': event.leaseMs });
@@ -247,11 +253,6 @@ export class HoldTrace implements LockTrace {
   run<T>(fn: () => T): T {
     const active = guarded(() => this.api.trace.setSpan(this.api.context.active(), this.span));
     return active ? this.api.context.with(active, fn) : fn();
-  }
-
-  private end(): void {
-    this.ended = true;
-    guarded(() => this.span.end());
   }
 }
 

@@ -61,15 +61,7 @@ describeEachServer('@Cron + @WithLock across app instances', (server) => {
         const logger = new MemoryLogger();
         loggers.push(logger);
         @Module({
-          imports: [
-            ScheduleModule.forRoot(),
-            DynamoLockModule.forRoot({
-              tableName: fixture.tableName,
-              ownerName: instance,
-              logger,
-              clientConfig: { endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } },
-            }),
-          ],
+          imports: [ScheduleModule.forRoot(), DynamoLockModule.forRoot(fixture.moduleOptions({ ownerName: instance, logger }))],
           providers: [ReportJob],
         })
         class AppModule {}

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DynamoLockModule, type DynamoLockOptions, LockConfigurationError, LockService } from '../../lib';
-import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { LockFixture } from '../support/lock-fixture';
 import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
 
 describeEachServer('DynamoLockModule', (server) => {
@@ -11,12 +11,7 @@ describeEachServer('DynamoLockModule', (server) => {
   beforeAll(() => fixture.setup());
   afterAll(() => fixture.close());
 
-  const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => ({
-    tableName: fixture.tableName,
-    clientConfig: { endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
-    logger: new MemoryLogger(),
-    ...extra,
-  });
+  const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => fixture.moduleOptions(extra);
 
   async function boot(imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>) {
     const moduleRef = await Test.createTestingModule({ imports }).compile();

@@ -163,12 +163,7 @@ describeEachServer('@WithLock', (server) => {
   let app: INestApplication;
   let baseUrl: string;
 
-  const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => ({
-    tableName: fixture.tableName,
-    clientConfig: { endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
-    logger: new MemoryLogger(),
-    ...extra,
-  });
+  const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => fixture.moduleOptions(extra);
 
   beforeAll(async () => {
     await fixture.setup();

@@ -18,7 +18,7 @@ import {
   LockService,
   WithLock,
 } from '../../lib';
-import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { LockFixture } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
 
 @Injectable()
@@ -60,12 +60,7 @@ describeEachServer('lock events on @nestjs/event-emitter', (server) => {
   });
   afterAll(() => fixture.close());
 
-  const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => ({
-    tableName: fixture.tableName,
-    clientConfig: { endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
-    logger: new MemoryLogger(),
-    ...extra,
-  });
+  const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => fixture.moduleOptions(extra);
 
   async function boot(imports: ModuleMetadata['imports'], providers: ModuleMetadata['providers'] = []) {
     const moduleRef = await Test.createTestingModule({ imports, providers }).compile();

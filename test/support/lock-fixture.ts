@@ -1,7 +1,7 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { LoggerService } from '@nestjs/common';
 import { LockManager, type DynamoLockOptions } from '../../lib';
-import { createLockTable, createTestClient, deleteTable, type TestServer, uniqueTableName } from './servers';
+import { createLockTable, createTestClient, deleteTable, testClientConfig, type TestServer, uniqueTableName } from './servers';
 
 /** A logger that keeps what it is told, for assertions, instead of printing it. */
 export class MemoryLogger implements LoggerService {
@@ -49,6 +49,11 @@ export class LockFixture {
     const client = createTestClient(this.server, config);
     this.clients.push(client);
     return client;
+  }
+
+  /** Options of `DynamoLockModule.forRoot()` for the fixture's table: a client config of the server, a memory logger. */
+  moduleOptions(extra: DynamoLockOptions = {}): DynamoLockOptions {
+    return { tableName: this.tableName, clientConfig: testClientConfig(this.server), logger: new MemoryLogger(), ...extra };
   }
 
   /** A manager on the fixture's table with its own client and a memory logger. */

@@ -37,11 +37,14 @@ export function describeEachServer(name: string, fn: (server: TestServer) => voi
  * `config` overrides anything. Call `client.destroy()` when done.
  */
 export function createTestClient(server: TestServer, config: DynamoDBClientConfig = {}): DynamoDBClient {
-  const defaults: DynamoDBClientConfig =
-    server.name === 'external'
-      ? { endpoint: server.endpoint, region: process.env.AWS_REGION ?? LOCAL_REGION }
-      : { endpoint: server.endpoint, region: LOCAL_REGION, credentials: localCredentials() };
-  return new DynamoDBClient({ ...defaults, ...config });
+  return new DynamoDBClient({ ...testClientConfig(server), ...config });
+}
+
+/** The client configuration for a test server (endpoint, region, and local credentials unless external). */
+export function testClientConfig(server: TestServer): DynamoDBClientConfig {
+  return server.name === 'external'
+    ? { endpoint: server.endpoint, region: process.env.AWS_REGION ?? LOCAL_REGION }
+    : { endpoint: server.endpoint, region: LOCAL_REGION, credentials: localCredentials() };
 }
 
 /** A fresh, valid DynamoDB table name: `prefix-<time>-<random>`. */
