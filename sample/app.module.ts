@@ -1,7 +1,9 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
+import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { DynamoLockModule } from 'nestjs-dynamo-lock';
+import { LockAuditListener } from './audit/lock-audit.listener';
 import { InvoicesModule } from './invoices/invoices.module';
 import { ReportsModule } from './reports/reports.module';
 import { INSTANCE_NAME } from './support/instance-name';
@@ -15,6 +17,8 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot({ ignoreEnvFile: true }),
         ScheduleModule.forRoot(),
+        // Lock events arrive as `dynamo-lock.<type>` (see LockAuditListener).
+        EventEmitterModule.forRoot(),
         DynamoLockModule.forRootAsync({
           imports: [ConfigModule],
           inject: [ConfigService],
@@ -29,7 +33,7 @@ export class AppModule {
         InvoicesModule,
         ReportsModule,
       ],
-      providers: [{ provide: INSTANCE_NAME, useValue: instance }],
+      providers: [{ provide: INSTANCE_NAME, useValue: instance }, LockAuditListener],
       exports: [INSTANCE_NAME],
       global: true,
     };
