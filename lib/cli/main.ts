@@ -6,7 +6,7 @@
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded after the line above, which an import would not be
 const { main } = require('./run') as typeof import('./run');
 void main(process.argv);
 
