@@ -539,7 +539,7 @@ describe('npm package: pack, install from the tarball, run', () => {
       expect(report.spans).toEqual([acquire, hold, acquire, acquire, hold, acquire, hold]);
     }, 40_000);
 
-    it('runs the dynamo-lock command where Nest, rxjs and reflect-metadata are not installed', async () => {
+    it('runs the dynamo-lock command and the standalone entry point where Nest, rxjs and reflect-metadata are not installed', async () => {
       for (const absent of ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata']) {
         expect({ absent, installed: existsSync(path.join(cliDir, 'node_modules', absent)) }).toEqual({ absent, installed: false });
       }
@@ -563,6 +563,28 @@ describe('npm package: pack, install from the tarball, run', () => {
       expectSuccess(check, 'npx dynamo-lock table-check');
       expect(check.stderr).toContain(`Lock table "${table}" is ACTIVE with the right key schema`);
       timings.push(`cli: --version ${seconds(version.ms)}, table-check ${seconds(check.ms)}`);
+
+      // The same app, as a script: the standalone entry point takes and releases a lock without Nest.
+      const script = [
+        "const { LockManager, LockBusyError } = require('nestjs-dynamo-lock/standalone');",
+        '(async () => {',
+        '  const locks = new LockManager({ tableName: process.env.TABLE, clientConfig: { endpoint: process.env.ENDPOINT } });',
+        '  await locks.init();',
+        "  const lock = await locks.acquire('standalone');",
+        '  const other = new LockManager({ tableName: process.env.TABLE, clientConfig: { endpoint: process.env.ENDPOINT } });',
+        "  const busy = await other.acquire('standalone', { wait: false }).catch((e) => e instanceof LockBusyError);",
+        '  const released = await lock.release();',
+        '  await Promise.all([locks.close(), other.close()]);',
+        '  console.log(JSON.stringify({ token: lock.fencingToken, busy, released }));',
+        '})();',
+      ].join('\n');
+      const standalone = await run(process.execPath, ['-e', script], {
+        cwd: cliDir,
+        env: childEnv(server, { ENDPOINT: server.endpoint, TABLE: table }),
+        timeoutMs: 30_000,
+      });
+      expectSuccess(standalone, 'node -e (nestjs-dynamo-lock/standalone)');
+      expect(lastJsonLine(standalone)).toEqual({ token: expect.any(Number), busy: true, released: true });
     }, 60_000);
 
     it('type-checks TypeScript consumers against the installed declarations, as ES module and as CommonJS', async () => {

@@ -1,0 +1,41 @@
+/**
+ * The `nestjs-dynamo-lock/standalone` entry point: the lock engine without NestJS, for scripts,
+ * AWS Lambda handlers and other apps without Nest. It loads neither `@nestjs/*`, `rxjs` nor
+ * `reflect-metadata` (those optional peers are needed only by the main entry point).
+ *
+ * @example
+ * ```ts
+ * import { LockManager } from 'nestjs-dynamo-lock/standalone';
+ *
+ * const locks = new LockManager({ tableName: 'locks' });
+ * await locks.init();
+ * await locks.withLock('nightly-export', async (lock) => exportAll(lock.fencingToken));
+ * await locks.close();
+ * ```
+ * @module nestjs-dynamo-lock/standalone
+ */
+export { LockManager } from '../core/lock.manager';
+export { Lock } from '../core/lock';
+export { DEFAULTS, type ResolvedLockOptions } from '../core/lock-options.resolver';
+export type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
+export type { AcquireOptions } from '../interfaces/acquire-options.interface';
+export type { LockInfo } from '../interfaces/lock-info.interface';
+export type { AcquiredVia, LockEvent, LockEventBase, LockEventListener, LockEventType } from '../interfaces/lock-event.interface';
+export { LOCK_EVENT_NAMES, type LockEventOf } from '../observability/lock-event.names';
+export {
+  DynamoLockError,
+  LockBusyError,
+  LockLostError,
+  LockValidationError,
+  LockConfigurationError,
+  LockTableError,
+  type LockTableProblem,
+  type LockHolder,
+  type LockLostReason,
+} from '../errors/lock.errors';
+export { type Duration, parseDuration } from '../utils/duration';
+export { createLockTable, ensureLockTable, type EnsureTableOptions } from '../store/lock-table';
+export type { LockStorePort } from '../store/lock-store.interface';
+export { MemoryLockStore } from '../store/memory-lock.store';
+export type { LockRecord, QueuedWaiter } from '../store/lock-record';
+export type { AcquireCondition, AcquireWrite, QueueWrite, WriteResult } from '../store/lock.store';
