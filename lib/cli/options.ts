@@ -1,4 +1,4 @@
-import { Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { LockValidationError } from '../errors/lock.errors';
 import { parseDuration } from '../utils/duration';
 import {
@@ -20,22 +20,30 @@ export interface AcquireCommandOptions {
   data?: string;
 }
 
-/** `-l, --lease-duration <duration>` with a default shown in the help. */
-export function leaseDurationOption(defaultValue: string, description: string): Option {
-  return new Option('-l, --lease-duration <duration>', description).default(defaultValue);
+/**
+ * Adds the options of the commands that acquire a lock: `-l, --lease-duration <duration>` (with
+ * a default shown in the help), `-w, --wait <duration>`, `-n, --no-wait` and `--data <json>`.
+ */
+export function addAcquireOptions(command: Command, leaseDefault: string, leaseDescription: string): Command {
+  return command
+    .addOption(new Option('-l, --lease-duration <duration>', leaseDescription).default(leaseDefault))
+    .addOption(
+      new Option('-w, --wait <duration>', 'give up (exit 1) if the lock is still busy after this long (default: wait without limit)'),
+    )
+    .addOption(new Option('-n, --no-wait', 'try once; exit 1 at once if the lock is busy'))
+    .addOption(new Option('--data <json>', 'JSON stored with the lock and shown by inspect and list'));
 }
 
-/** `-w, --wait <duration>` and `-n, --no-wait`. */
-export function waitOptions(): Option[] {
-  return [
-    new Option('-w, --wait <duration>', 'give up (exit 1) if the lock is still busy after this long (default: wait without limit)'),
-    new Option('-n, --no-wait', 'try once; exit 1 at once if the lock is busy'),
-  ];
-}
-
-/** `--data <json>`. */
-export function dataOption(): Option {
-  return new Option('--data <json>', 'JSON stored with the lock and shown by inspect and list');
+/**
+ * Parses the options {@link addAcquireOptions} added.
+ * @throws UsageError naming the option that is wrong.
+ */
+export function parseAcquireOptions(options: AcquireCommandOptions): { leaseMs: number; wait: number | boolean; data: unknown } {
+  return {
+    leaseMs: parseDurationOption(options.leaseDuration, '--lease-duration'),
+    wait: parseWaitOption(options.wait),
+    data: parseDataOption(options.data),
+  };
 }
 
 /** `--json`. */

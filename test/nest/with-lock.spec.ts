@@ -1,5 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, Get, type INestApplication, Injectable, Module, Param, Post, Scope, UseInterceptors } from '@nestjs/common';
+import {
+  Controller,
+  type DynamicModule,
+  Get,
+  type INestApplication,
+  Injectable,
+  Module,
+  Param,
+  Post,
+  Scope,
+  UseInterceptors,
+} from '@nestjs/common';
 import { Cron, Interval, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -344,7 +355,8 @@ describe('@WithLock at start-up', () => {
     }).toThrow(/@WithLock\('invoice-<id>'\) on Broken.pay: malformed template/);
   });
 
-  it('fails the boot, naming the class, when its module cannot reach LockService', async () => {
+  /** An app (not yet started) whose `@WithLock` class sits in a module that does not import `locks`. */
+  async function appWithIsolatedClass(locks: DynamicModule): Promise<INestApplication> {
     @Injectable()
     class Isolated {
       @WithLock('iso')
@@ -354,11 +366,14 @@ describe('@WithLock at start-up', () => {
     }
     @Module({ providers: [Isolated] })
     class IsolatedModule {}
-    @Module({ imports: [DynamoLockModule.forRoot({ isGlobal: false, verifyTable: false, logger: new MemoryLogger() })] })
+    @Module({ imports: [locks] })
     class LocksModule {}
-
     const moduleRef = await Test.createTestingModule({ imports: [LocksModule, IsolatedModule] }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
+    return moduleRef.createNestApplication({ logger: false });
+  }
+
+  it('fails the boot, naming the class, when its module cannot reach LockService', async () => {
+    const app = await appWithIsolatedClass(DynamoLockModule.forRoot({ isGlobal: false, verifyTable: false, logger: new MemoryLogger() }));
     const error = await app.init().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockConfigurationError);
     expect((error as Error).message).toMatch(
@@ -439,19 +454,7 @@ describe('@WithLock at start-up', () => {
   });
 
   it('forTesting({ isGlobal: false }) is as visible as forRoot({ isGlobal: false })', async () => {
-    @Injectable()
-    class Isolated {
-      @WithLock('iso')
-      async run() {
-        return 1;
-      }
-    }
-    @Module({ providers: [Isolated] })
-    class IsolatedModule {}
-    @Module({ imports: [DynamoLockModule.forTesting({ isGlobal: false })] })
-    class LocksModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [LocksModule, IsolatedModule] }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
+    const app = await appWithIsolatedClass(DynamoLockModule.forTesting({ isGlobal: false }));
     await expect(app.init()).rejects.toThrow(/^Isolated\.run uses @WithLock, but no LockService is available to it/);
     await app.close();
   });

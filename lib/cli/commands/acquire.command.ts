@@ -1,15 +1,7 @@
 import type { Command } from 'commander';
 import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';
-import {
-  type AcquireCommandOptions,
-  dataOption,
-  leaseDurationOption,
-  parseDataOption,
-  parseDurationOption,
-  parseWaitOption,
-  waitOptions,
-} from '../options';
+import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions } from '../options';
 import type { Session } from '../session';
 import { onSignals } from '../signals';
 import { interruptReason, waitForLock } from '../wait-for-lock';
@@ -32,19 +24,14 @@ export function registerAcquire(program: Command, runner: CommandRunner): void {
   const command = program
     .command('acquire')
     .description('Acquire a lock and print its lease id on stdout (and nothing else there). The lock outlives the command.')
-    .argument('<name>', 'lock name')
-    .addOption(leaseDurationOption('5m', 'how long the lock stays held without a renew'));
-  for (const option of waitOptions()) command.addOption(option);
-  command
-    .addOption(dataOption())
+    .argument('<name>', 'lock name');
+  addAcquireOptions(command, '5m', 'how long the lock stays held without a renew')
     .addHelpText('after', EXAMPLES)
     .action((name: string, options: AcquireCommandOptions, cmd: Command) => runner.run(cmd, (session) => acquire(session, name, options)));
 }
 
 async function acquire(session: Session, name: string, options: AcquireCommandOptions): Promise<number> {
-  const leaseMs = parseDurationOption(options.leaseDuration, '--lease-duration');
-  const wait = parseWaitOption(options.wait);
-  const data = parseDataOption(options.data);
+  const { leaseMs, wait, data } = parseAcquireOptions(options);
   const interrupt = new AbortController();
   const stopHandling = onSignals((signal) => interrupt.abort(interruptReason(name, signal)));
   try {

@@ -4,15 +4,7 @@ import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELE
 import type { CommandRunner } from '../command-runner';
 import { childExitCode, ExitCode } from '../exit-codes';
 import { type ChildOutcome, SupervisedChild } from '../exec/supervised-child';
-import {
-  type AcquireCommandOptions,
-  dataOption,
-  leaseDurationOption,
-  parseDataOption,
-  parseDurationOption,
-  parseWaitOption,
-  waitOptions,
-} from '../options';
+import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions, parseDurationOption } from '../options';
 import type { Session } from '../session';
 import { onSignals } from '../signals';
 import { interruptReason, waitForLock } from '../wait-for-lock';
@@ -42,11 +34,8 @@ export function registerExec(program: Command, runner: CommandRunner): void {
     .command('exec')
     .description('Run COMMAND while holding the lock, renewing it in the background; release it when COMMAND exits.')
     .argument('<name>', 'lock name')
-    .argument('<command...>', 'the command and its arguments, after "--"')
-    .addOption(leaseDurationOption('30s', 'lease, renewed every third of it while COMMAND runs; others take over this long after a crash'));
-  for (const option of waitOptions()) command.addOption(option);
-  command
-    .addOption(dataOption())
+    .argument('<command...>', 'the command and its arguments, after "--"');
+  addAcquireOptions(command, '30s', 'lease, renewed every third of it while COMMAND runs; others take over this long after a crash')
     .option('--kill-after <duration>', 'after the lock is lost: how long COMMAND has between SIGTERM and SIGKILL', '10s')
     .addHelpText('after', EXAMPLES)
     .action((name: string, argv: string[], options: ExecOptions, cmd: Command) =>
@@ -55,10 +44,8 @@ export function registerExec(program: Command, runner: CommandRunner): void {
 }
 
 async function exec(session: Session, name: string, argv: readonly string[], options: ExecOptions): Promise<number> {
-  const leaseMs = parseDurationOption(options.leaseDuration, '--lease-duration');
+  const { leaseMs, wait, data } = parseAcquireOptions(options);
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
-  const wait = parseWaitOption(options.wait);
-  const data = parseDataOption(options.data);
   const [commandName, ...args] = argv;
 
   // One handler for the whole command: it interrupts the wait, then forwards to the child.
