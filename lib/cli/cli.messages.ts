@@ -34,7 +34,7 @@ export const INVALID_TABLE_NAME = (name: string) =>
   `--table (or DYNAMO_LOCK_TABLE): ${quote(name)} is not a DynamoDB table name (3 to 255 characters of a-z, A-Z, 0-9, '_', '.', '-').`;
 
 export const INVALID_ENDPOINT = (endpoint: string) =>
-  `--endpoint (or DYNAMODB_ENDPOINT): ${quote(endpoint)} is not a URL; use for example http://localhost:8000.`;
+  `--endpoint (or DYNAMODB_ENDPOINT): ${quote(endpoint)} is not an http:// or https:// URL; use for example http://localhost:8000.`;
 
 export const INVALID_SETTING = (detail: string) =>
   `invalid setting: ${detail} (check --table, --owner, --key-prefix and DYNAMO_LOCK_TABLE, DYNAMO_LOCK_OWNER, DYNAMO_LOCK_KEY_PREFIX).`;

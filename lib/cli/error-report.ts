@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { CommanderError } from 'commander';
-import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../errors/lock.errors';
+import { LockBusyError, LockConfigurationError, LockLostError, LockTableError, LockValidationError } from '../errors/lock.errors';
+import { connectionProblem } from '../store/transient-error';
 import {
   AWS_ERROR,
   ENDPOINT_UNREACHABLE,
@@ -28,18 +29,6 @@ export interface ErrorOutcome {
   message: string | undefined;
 }
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EPIPE',
-  'ECONNABORTED',
-]);
-
 interface ErrorShape {
   name?: unknown;
   code?: unknown;
@@ -55,6 +44,11 @@ export function classifyError(error: unknown, context: ErrorContext = {}): Error
   if (error instanceof LockBusyError) return { exitCode: ExitCode.busy, message: error.message };
   if (error instanceof LockValidationError) return { exitCode: ExitCode.usage, message: error.message };
   if (error instanceof LockLostError) return { exitCode: ExitCode.lost, message: error.message };
+  // The table check words SDK failures for the library's options; the CLI says them its own way
+  // (--endpoint, --region, --profile), as for every other command.
+  if (error instanceof LockConfigurationError && !(error instanceof LockTableError) && isSdkFailure(error.cause)) {
+    return classifyError(error.cause, context);
+  }
   if (error instanceof LockConfigurationError) return { exitCode: ExitCode.infrastructure, message: error.message };
   return { exitCode: ExitCode.infrastructure, message: describeInfrastructureError(error, context) };
 }
@@ -77,22 +71,21 @@ function describeInfrastructureError(error: unknown, context: ErrorContext): str
   const name = typeof shape.name === 'string' ? shape.name : 'Error';
   const message = typeof shape.message === 'string' ? shape.message : '';
   if (name === 'ResourceNotFoundException' && context.tableName) return TABLE_NOT_FOUND(context.tableName);
-  if (name === 'CredentialsProviderError') return NO_CREDENTIALS(message);
-  if (/region is missing/i.test(message)) return NO_REGION();
-  const network = networkDetail(shape);
-  if (network) return ENDPOINT_UNREACHABLE(context.endpoint, network);
+  const problem = connectionProblem(error);
+  if (problem?.kind === 'no-credentials') return NO_CREDENTIALS(message);
+  if (problem?.kind === 'no-region') return NO_REGION();
+  if (problem) return ENDPOINT_UNREACHABLE(context.endpoint, networkDetail(problem.error));
   if (shape.$metadata !== undefined) return AWS_ERROR(name, message);
   return UNEXPECTED(error);
 }
 
-/** `connect ECONNREFUSED 127.0.0.1:1`, `TimeoutError: ...`, or `undefined` when not a network failure. */
-function networkDetail(shape: ErrorShape): string | undefined {
-  if (typeof shape.code === 'string' && NETWORK_CODES.has(shape.code)) return errorText(shape) || shape.code;
-  if (shape.name === 'TimeoutError' || shape.name === 'RequestTimeout') return errorText(shape);
-  // Node reports a failed connection to every address of a host as an AggregateError.
-  if (Array.isArray(shape.errors)) {
-    const first = shape.errors.find((inner): inner is ErrorShape => typeof inner === 'object' && inner !== null);
-    if (first) return networkDetail(first);
-  }
-  return undefined;
+/** `connect ECONNREFUSED 127.0.0.1:1`, `TimeoutError: ...`: the error that tells why no connection was made. */
+function networkDetail(error: unknown): string {
+  const code = (error as ErrorShape).code;
+  return errorText(error) || (typeof code === 'string' ? code : 'no connection');
+}
+
+/** An error of the SDK: DynamoDB's answer, or a request that could not be sent. */
+function isSdkFailure(error: unknown): boolean {
+  return connectionProblem(error) !== undefined || (typeof error === 'object' && error !== null && '$metadata' in error);
 }

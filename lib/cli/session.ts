@@ -1,6 +1,7 @@
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { LockManager } from '../core/lock.manager';
 import { LockConfigurationError } from '../errors/lock.errors';
+import { isHttpUrl } from '../store/dynamo-endpoint';
 import { INVALID_ENDPOINT, INVALID_SETTING, INVALID_TABLE_NAME } from './cli.messages';
 import { UsageError } from './cli.errors';
 import { CliLogger } from './cli.logger';
@@ -48,7 +49,7 @@ export class Session {
     this.debug = options.debug === true;
     this.endpoint = options.endpoint;
     if (options.table !== undefined && !TABLE_NAME.test(options.table)) throw new UsageError(INVALID_TABLE_NAME(options.table));
-    if (options.endpoint && !URL.canParse(options.endpoint)) throw new UsageError(INVALID_ENDPOINT(options.endpoint));
+    if (options.endpoint && !isHttpUrl(options.endpoint)) throw new UsageError(INVALID_ENDPOINT(options.endpoint));
     // The SDK's default credential and region chain reads the profile when the client is created.
     if (options.profile) process.env.AWS_PROFILE = options.profile;
     const clientConfig: DynamoDBClientConfig = {

@@ -14,6 +14,24 @@ interface KeyFacts {
   orphans?: Set<string>;
   /** Monotonic time this process last saw (or made) the key held by someone else. */
   busyAt?: number;
+  /** The record version this process watches, kept across calls (see {@link RecordObservation}). */
+  observed?: RecordObservation;
+}
+
+/**
+ * A version of a lock record as this process first saw it. Kept per key across calls, so that a
+ * later attempt (a single one too) takes over a holder that stopped writing once the same version
+ * stayed unchanged for a whole lease on this host's monotonic clock: no wall clocks compared.
+ */
+export interface RecordObservation {
+  /** The record version number. */
+  readonly rvn: string;
+  /** The lease that version promised: the holder's, or the claim lease of a queue head. */
+  readonly leaseMs: number;
+  /** Monotonic time of the first answer that showed this version. */
+  readonly at: number;
+  /** The owner token it showed, if the lock was held. */
+  readonly holder: string | undefined;
 }
 
 /**
@@ -54,6 +72,28 @@ export class KeyHistory {
   /** Forgets an orphan (taken over or seen gone). */
   dropOrphan(key: string, token: string): void {
     this.facts.get(key)?.orphans?.delete(token);
+  }
+
+  /**
+   * Notes that an answer received at monotonic time `now` showed record version `rvn`: keeps the
+   * first-seen time while the version stays the same, starts anew when it changed.
+   * @returns the observation in force for the key.
+   */
+  observe(key: string, rvn: string, leaseMs: number, holder: string | undefined, now: number): RecordObservation {
+    const facts = this.touch(key);
+    if (facts.observed?.rvn !== rvn) facts.observed = { rvn, leaseMs, at: now, holder };
+    return facts.observed;
+  }
+
+  /** The record version last observed for `key`, if it is still being watched. */
+  observation(key: string): RecordObservation | undefined {
+    return this.facts.get(key)?.observed;
+  }
+
+  /** Forgets the watched version of `key` (the lock was seen free, or taken by this process). */
+  forgetObservation(key: string): void {
+    const facts = this.facts.get(key);
+    if (facts) facts.observed = undefined;
   }
 
   /** Adds one observed hold time. */

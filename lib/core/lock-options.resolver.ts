@@ -21,6 +21,8 @@ export const DEFAULTS = {
   tableName: 'nestjs-dynamo-lock',
   leaseDuration: 30_000,
   ttlDays: 2,
+  /** Upper bound of the default `requestTimeout` (a third of the lease otherwise). */
+  requestTimeoutMaxMs: 3_000,
 } as const;
 
 const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
@@ -32,6 +34,7 @@ const OPTION_NAMES = Object.keys({
   heartbeatInterval: true,
   wait: true,
   maxPollInterval: true,
+  requestTimeout: true,
   ttlDays: true,
   client: true,
   clientConfig: true,
@@ -56,6 +59,8 @@ export interface ResolvedLockOptions {
   maxPollMs: number;
   /** Default wait in ms: `Infinity` without limit, `0` for one attempt. */
   waitMs: number;
+  /** Time limit of each DynamoDB request, in ms. */
+  requestTimeoutMs: number;
   ttlDays: number;
   ownerName: string;
   keyPrefix: string;
@@ -121,6 +126,10 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     heartbeatMs,
     maxPollMs: asConfigError(() => parseDuration(options.maxPollInterval ?? 1_000, 'maxPollInterval')),
     waitMs: options.wait === undefined ? 2 * leaseMs : asConfigError(() => resolveWait(options.wait as Duration | boolean)),
+    requestTimeoutMs:
+      options.requestTimeout === undefined
+        ? Math.min(DEFAULTS.requestTimeoutMaxMs, Math.ceil(leaseMs / 3))
+        : asConfigError(() => parseDuration(options.requestTimeout, 'requestTimeout')),
     ttlDays,
     ownerName,
     keyPrefix,

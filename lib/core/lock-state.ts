@@ -49,6 +49,11 @@ export interface Waiter {
   holder?: LockHolder;
   /** Last transient DynamoDB error while waiting: thrown at the deadline when no holder was ever seen. */
   lastError?: unknown;
+  /**
+   * Monotonic send time of the earliest write carrying this waiter's token whose outcome is
+   * unknown (it failed, yet may have been applied): a lease later found in the item counts from then.
+   */
+  uncertainSince?: number;
   settled: boolean;
   /** The `waiting` event was emitted. */
   waiting?: boolean;

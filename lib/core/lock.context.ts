@@ -16,13 +16,19 @@ export class LockContext {
     return this.storage.run(held, fn);
   }
 
-  /** The lock the context holds for `storedKey`, or the innermost one when no key is given. */
-  get(storedKey?: string): Lock | undefined {
+  /**
+   * The lock the context holds for `storedKey`, or the innermost one when no key is given; only
+   * locks that pass `usable` count (a released lock stays in the context of work started under it).
+   */
+  get(storedKey: string | undefined, usable: (lock: Lock) => boolean): Lock | undefined {
     const held = this.storage.getStore();
     if (!held) return undefined;
-    if (storedKey !== undefined) return held.get(storedKey);
+    if (storedKey !== undefined) {
+      const lock = held.get(storedKey);
+      return lock && usable(lock) ? lock : undefined;
+    }
     let last: Lock | undefined;
-    for (const lock of held.values()) last = lock;
+    for (const lock of held.values()) if (usable(lock)) last = lock;
     return last;
   }
 }

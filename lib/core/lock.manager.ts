@@ -1,9 +1,17 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { LockBusyError, LockConfigurationError, LockLostError, type LockLostReason, LockValidationError } from '../errors/lock.errors';
+import {
+  LockBusyError,
+  LockConfigurationError,
+  LockLostError,
+  type LockLostReason,
+  LockUnavailableError,
+  LockValidationError,
+} from '../errors/lock.errors';
 import {
   HEARTBEAT_FAILED,
   LEASE_ID_INVALID,
   LOCK_BUSY,
+  LOCK_UNAVAILABLE,
   LOCK_EXPIRED,
   LOCK_GONE,
   LOCK_TAKEN,
@@ -14,6 +22,8 @@ import {
   RELEASE_FAILED,
   RELEASE_NOT_HELD,
   RELEASED_AT_SHUTDOWN,
+  LOCK_RELEASED,
+  type ExpiryCause,
 } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
@@ -21,6 +31,7 @@ import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { AcquiredVia, LockEvent, LockEventListener } from '../interfaces/lock-event.interface';
 import { LockTelemetry, type LockTrace } from '../observability/lock.telemetry';
 import type { LockRecord } from '../store/lock-record';
+import { createDynamoClient } from '../store/dynamo-endpoint';
 import { LockStore } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
@@ -34,9 +45,12 @@ import { LockContext } from './lock.context';
 import { heartbeatIntervalFor, resolveLockOptions, resolveWait, type ResolvedLockOptions } from './lock-options.resolver';
 import { type HeldLease, type KeySlot, type Waiter, writeOf } from './lock-state';
 import { type AcquisitionHost, RemoteAcquisition } from './remote-acquisition';
+import { transientKind } from '../store/transient-error';
 
 /** Pause before retrying a heartbeat that failed with a transient error, at least. */
 const RETRY_MIN_MS = 50;
+/** Past the request limit, before a wait that let its last request finish ends. */
+const LATE_ANSWER_SLACK_MS = 20;
 
 /**
  * The lock engine, independent of Nest: acquisition and waiting, heartbeats, release, and
@@ -58,9 +72,11 @@ export class LockManager implements LockHost, AcquisitionHost {
   private readonly context = new LockContext();
   private readonly slots = new Map<string, KeySlot>();
   private readonly leases = new Map<Lock, HeldLease>();
+  /** Locks whose re-entrant scope ended before their release (see {@link endScope}). */
+  private readonly scopesEnded = new WeakSet<Lock>();
   private readonly scheduler = new HeartbeatScheduler<HeldLease>(
     (lease) => void this.heartbeat(lease),
-    (lease) => this.lose(lease, 'expired', lease.lastError),
+    (lease) => this.lose(lease, 'expired'),
   );
   /** Acquisitions talking to DynamoDB now; shutdown waits for them. */
   private readonly attempts = new Set<Promise<void>>();
@@ -78,7 +94,12 @@ export class LockManager implements LockHost, AcquisitionHost {
     if (this.options.telemetry) this.loadTelemetry();
     this.store =
       options.store ??
-      new LockStore(this.client, { tableName: this.options.tableName, ttlDays: this.options.ttlDays, logger: this.options.logger });
+      new LockStore(this.client, {
+        tableName: this.options.tableName,
+        ttlDays: this.options.ttlDays,
+        logger: this.options.logger,
+        requestTimeoutMs: this.options.requestTimeoutMs,
+      });
   }
 
   /**
@@ -103,8 +124,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     let waiter: Waiter;
     try {
       const storedKey = toStoredKey(key, this.options.keyPrefix);
-      const nested = this.context.get(storedKey);
-      if (nested?.isHeld) return Promise.resolve(nested.nested());
+      const nested = this.context.get(storedKey, this.inScope);
+      if (nested) return Promise.resolve(nested.nested());
       waiter = this.newWaiter(key, storedKey, options);
       waiter.trace = this.telemetry?.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
     } catch (error) {
@@ -168,8 +189,21 @@ export class LockManager implements LockHost, AcquisitionHost {
    * Set inside `withLock()` callbacks and `@WithLock` methods.
    */
   current(key?: string): Lock | undefined {
-    return this.context.get(key === undefined ? undefined : this.options.keyPrefix + key);
+    return this.context.get(key === undefined ? undefined : this.options.keyPrefix + key, this.inScope);
   }
+
+  /**
+   * Ends the re-entrant scope of `lock` before its release: work still running in its async
+   * context (timers, listeners) no longer sees it through `current()` nor joins it re-entrantly,
+   * and waits for the lock like any other caller. Used when a release is delayed (`holdAtLeast`).
+   * @internal
+   */
+  endScope(lock: Lock): void {
+    this.scopesEnded.add(lock);
+  }
+
+  /** Whether a lock in the async context may still be used: held, and its scope not ended. */
+  private readonly inScope = (lock: Lock): boolean => !this.scopesEnded.has(lock) && lock.isHeld;
 
   /**
    * Renews a lease known only by its key and `leaseId` (for example one acquired by another
@@ -185,7 +219,10 @@ export class LockManager implements LockHost, AcquisitionHost {
     const own = this.heldLease(storedKey, leaseId);
     if (own) return this.extend(own.lock, leaseDuration);
     const result = await this.store.heartbeat(storedKey, leaseId, leaseMs, leaseMs ?? this.options.leaseMs);
-    if (!result.ok) throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, result.current?.token ? 'taken' : 'gone');
+    if (result.ok) return;
+    // Servers that do not return the blocking item (dynalite) need a read to tell "taken" from "gone".
+    const current = result.current ?? (await this.store.read(storedKey).catch(() => undefined));
+    throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, current?.token ? 'taken' : 'gone');
   }
 
   /**
@@ -254,7 +291,7 @@ export class LockManager implements LockHost, AcquisitionHost {
     const lease = this.leases.get(lock);
     if (!lease || lease.state !== 'held') return false;
     if (monotonicNow() >= lease.validUntil) {
-      this.lose(lease, 'expired', lease.lastError);
+      this.lose(lease, 'expired');
       return false;
     }
     return true;
@@ -267,6 +304,9 @@ export class LockManager implements LockHost, AcquisitionHost {
     lease.state = 'released';
     this.scheduler.delete(lease);
     this.leases.delete(lock);
+    this.history.forgetObservation(lease.storedKey);
+    // Work still running under this lock (detached timers, listeners, nested handles) must stop.
+    lease.controller.abort(new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     const slot = this.slots.get(lease.storedKey);
     if (slot?.holder === lease) slot.holder = undefined;
     const heldMs = monotonicNow() - lease.acquiredAt;
@@ -314,12 +354,15 @@ export class LockManager implements LockHost, AcquisitionHost {
   async extend(lock: Lock, leaseDuration?: Duration): Promise<void> {
     const lease = this.leases.get(lock);
     const leaseMs = leaseDuration === undefined ? lease?.targetLeaseMs : parseLease(leaseDuration);
-    if (!lease || !this.checkHeld(lock) || leaseMs === undefined) {
-      throw new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
-    }
+    // Why it is not held is the reason its signal carries (expired, taken, gone, shutdown...); the
+    // `Lock` handle rethrows it too once the lease is forgotten here.
+    const notHeld = (): unknown =>
+      lease?.controller.signal.aborted
+        ? lease.controller.signal.reason
+        : new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
+    if (!lease || !this.checkHeld(lock) || leaseMs === undefined) throw notHeld();
     await this.serial(lease, () => this.renew(lease, leaseMs, true));
-    if (lease.state === 'lost') throw lease.controller.signal.reason;
-    if (lease.state === 'released') throw new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
+    if (lease.state !== 'held') throw notHeld();
     this.emitFor(lease, { type: 'extended', key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, leaseMs });
   }
 
@@ -412,10 +455,14 @@ export class LockManager implements LockHost, AcquisitionHost {
     slot.waiters.push(waiter);
     const onAbort = () => this.settle(waiter, signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
-    const timer =
-      Number.isFinite(waiter.deadline) && waiter.deadline > waiter.startedAt
-        ? setTimeout(() => this.settle(waiter, this.deadlineError(waiter)), waiter.deadline - waiter.startedAt)
-        : undefined;
+    // At the deadline (at once for a single attempt), a waiter whose own request may be in flight
+    // and that never saw another holder gets one request limit more: a slow answer must not make a
+    // free key look busy. The slack lets that request's own time-out, which has the cause, come first.
+    const atDeadline = () => {
+      if (!this.mayAnswerLate(waiter)) return this.settle(waiter, this.deadlineError(waiter));
+      timer = setTimeout(() => this.settle(waiter, this.deadlineError(waiter)), this.options.requestTimeoutMs + LATE_ANSWER_SLACK_MS);
+    };
+    let timer = Number.isFinite(waiter.deadline) ? setTimeout(atDeadline, waiter.deadline - waiter.startedAt) : undefined;
     waiter.cancel.signal.addEventListener('abort', () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -487,7 +534,9 @@ export class LockManager implements LockHost, AcquisitionHost {
       else this.settle(waiter, lease.lock);
       return true;
     } catch (error) {
-      // Unknown outcome: the waiter's own token may hold the item now; its next write recognises it.
+      // Unknown outcome: the waiter's own token may hold the item now, since this write was sent;
+      // a lease later found there counts from then, not from a later acquisition's start.
+      waiter.uncertainSince = Math.min(waiter.uncertainSince ?? sentAt, sentAt);
       void this.store.release(from.storedKey, from.token, from.leaseMs).catch(() => undefined);
       throw error;
     } finally {
@@ -513,9 +562,33 @@ export class LockManager implements LockHost, AcquisitionHost {
     return this.store.release(lease.storedKey, lease.token, lease.leaseMs, heldMs);
   }
 
-  /** At the deadline: the busy error, or the DynamoDB error that kept this waiter from seeing any holder. */
-  private deadlineError(waiter: Waiter): unknown {
-    return waiter.holder === undefined && waiter.lastError !== undefined ? waiter.lastError : this.busyError(waiter);
+  /**
+   * At the deadline: busy when an answer showed another holder, or a caller of this process holds
+   * the key or is ahead of `waiter` for it; otherwise unavailable, with the last DynamoDB error.
+   * @internal
+   */
+  deadlineError(waiter: Waiter): LockBusyError | LockUnavailableError {
+    const slot = this.slots.get(waiter.storedKey);
+    const ahead = slot !== undefined && !waiter.settled && this.nextWaiter(slot) !== waiter ? this.nextWaiter(slot) : undefined;
+    if (waiter.holder !== undefined || slot?.holder !== undefined || ahead !== undefined) {
+      waiter.holder ??= ahead?.holder;
+      return this.busyError(waiter);
+    }
+    const waited = Math.round(monotonicNow() - waiter.startedAt);
+    const cause = waiter.lastError;
+    return new LockUnavailableError(
+      LOCK_UNAVAILABLE(waiter.key, waiter.deadline <= waiter.startedAt ? undefined : waited, cause),
+      waiter.key,
+      waited,
+      this.options.requestTimeoutMs,
+      cause === undefined ? undefined : { cause },
+    );
+  }
+
+  /** Whether `waiter` is the one talking to DynamoDB for its key and has seen no holder yet. */
+  private mayAnswerLate(waiter: Waiter): boolean {
+    const slot = this.slots.get(waiter.storedKey);
+    return slot !== undefined && slot.polling && !slot.holder && waiter.holder === undefined && this.nextWaiter(slot) === waiter;
   }
 
   /** @internal */
@@ -568,8 +641,9 @@ export class LockManager implements LockHost, AcquisitionHost {
     };
     this.leases.set(lock, lease);
     this.scheduler.add(lease);
-    // Held by a live lease: no longer an orphan to take back.
+    // Held by a live lease: no longer an orphan to take back, nor a version to watch.
     this.history.dropOrphan(waiter.storedKey, waiter.token);
+    this.history.forgetObservation(waiter.storedKey);
     // A caller that gave up while the write was in flight never sees this lock, which is released
     // at once: no event tells of it.
     lease.quiet = waiter.settled;
@@ -646,7 +720,7 @@ export class LockManager implements LockHost, AcquisitionHost {
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
       lease.nextBeatAt = sentAt + lease.heartbeatMs;
       lease.lastError = undefined;
-      if (monotonicNow() >= lease.validUntil) this.lose(lease, 'expired');
+      if (monotonicNow() >= lease.validUntil) this.lose(lease, 'expired', { kind: 'late-answer', answeredAfterMs: Math.round(monotonicNow() - sentAt) });
     } catch (error) {
       if (lease.state !== 'held') return;
       lease.lastError = error;
@@ -662,7 +736,7 @@ export class LockManager implements LockHost, AcquisitionHost {
   }
 
   /** Marks a lease lost and aborts its signal with a {@link LockLostError}. */
-  private lose(lease: HeldLease, reason: LockLostReason, cause?: unknown, newHolder?: string): void {
+  private lose(lease: HeldLease, reason: Exclude<LockLostReason, 'released' | 'shutdown'>, expiry?: ExpiryCause, newHolder?: string): void {
     if (lease.state !== 'held') return;
     lease.state = 'lost';
     this.scheduler.delete(lease);
@@ -671,12 +745,10 @@ export class LockManager implements LockHost, AcquisitionHost {
     if (reason === 'expired') this.history.addOrphan(lease.storedKey, lease.token);
     const slot = this.slots.get(lease.storedKey);
     const key = lease.lock.key;
-    const message =
-      reason === 'expired'
-        ? LOCK_EXPIRED(key, Math.round(monotonicNow() - lease.validUntil), cause)
-        : reason === 'taken'
-          ? LOCK_TAKEN(key, newHolder)
-          : LOCK_GONE(key);
+    const cause = reason === 'expired' ? lease.lastError : undefined;
+    const message = lossMessage(key, reason, newHolder, () =>
+      LOCK_EXPIRED(key, Math.round(monotonicNow() - lease.validUntil), expiry ?? expiryCause(lease)),
+    );
     const error = new LockLostError(message, key, reason, cause === undefined ? undefined : { cause });
     this.options.logger.warn?.(message);
     this.emitFor(lease, {
@@ -722,6 +794,19 @@ export class LockManager implements LockHost, AcquisitionHost {
   }
 }
 
+/** The message of a loss; `expired` builds the expiry message only when needed. */
+function lossMessage(key: string, reason: 'expired' | 'taken' | 'gone', newHolder: string | undefined, expired: () => string): string {
+  if (reason === 'expired') return expired();
+  return reason === 'taken' ? LOCK_TAKEN(key, newHolder) : LOCK_GONE(key);
+}
+
+/** Why a lease ran out, from what its holder knows: no heartbeats, failing ones, one unanswered, or none ran. */
+function expiryCause(lease: HeldLease): ExpiryCause {
+  if (!Number.isFinite(lease.heartbeatMs)) return { kind: 'no-heartbeat' };
+  if (lease.lastError !== undefined) return { kind: transientKind(lease.lastError), error: lease.lastError };
+  return lease.busy ? { kind: 'unanswered' } : { kind: 'paused' };
+}
+
 /**
  * How much earlier than the lease a holder stops trusting its lock: covers clock-rate
  * differences between hosts and the time between a check and the protected action.
@@ -730,8 +815,7 @@ function safetyMargin(leaseMs: number): number {
   return Math.min(1_000, Math.ceil(leaseMs * 0.1));
 }
 
+/** The client the manager owns: `clientConfig`, with the endpoint from `DYNAMODB_ENDPOINT` when it sets none. */
 function createClient(options: DynamoLockOptions): DynamoDBClient {
-  const config = { ...options.clientConfig };
-  if (config.endpoint === undefined && process.env.DYNAMODB_ENDPOINT) config.endpoint = process.env.DYNAMODB_ENDPOINT;
-  return new DynamoDBClient(config);
+  return createDynamoClient(options.clientConfig);
 }

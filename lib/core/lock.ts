@@ -1,3 +1,4 @@
+import { LockLostError } from '../errors/lock.errors';
 import { type Duration } from '../utils/duration';
 
 /** The part of the lock manager a {@link Lock} handle calls back into. @internal */
@@ -96,10 +97,17 @@ export class Lock implements AsyncDisposable {
   /**
    * Renews the lease now (one conditional write), optionally with a new lease duration that
    * later heartbeats keep.
-   * @throws LockLostError if the lock is no longer held.
+   * @throws LockLostError if the lock is no longer held: for a lost lock, the one its `signal`
+   *   carries, whose `reason` tells why (`expired`, `taken`, `gone`, `shutdown`).
    */
-  extend(leaseDuration?: Duration): Promise<void> {
-    return this.#host.extend(this.#outer ?? this, leaseDuration);
+  async extend(leaseDuration?: Duration): Promise<void> {
+    try {
+      await this.#host.extend(this.#outer ?? this, leaseDuration);
+    } catch (error) {
+      // The host forgets a lost lease; the handle's signal still says why it was lost.
+      if (error instanceof LockLostError && this.#controller.signal.aborted) throw this.#controller.signal.reason;
+      throw error;
+    }
   }
 
   /** Releases the lock at the end of an `await using` block. */

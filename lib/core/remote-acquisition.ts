@@ -1,12 +1,12 @@
 import type { LoggerService } from '@nestjs/common';
-import type { LockBusyError } from '../errors/lock.errors';
+import type { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
 import { TRANSIENT_RETRY } from '../errors/lock.messages';
 import type { LockRecord } from '../store/lock-record';
 import { type AcquireCondition, CLAIM_LEASE_MS, type WriteResult } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
 import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
-import type { KeyHistory } from './key-history';
+import type { KeyHistory, RecordObservation } from './key-history';
 import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
 import type { LockTrace } from '../observability/lock.telemetry';
 import { type HeldLease, type Waiter, writeOf } from './lock-state';
@@ -31,6 +31,8 @@ export interface AcquisitionHost {
   /** Emits the `waiting` event of a waiter, once. */
   noteWaiting(waiter: Waiter): void;
   busyError(waiter: Waiter): LockBusyError;
+  /** The error of a wait that ended: busy when a holder was seen, else unavailable (an outage). */
+  deadlineError(waiter: Waiter): LockBusyError | LockUnavailableError;
 }
 
 const VIA: Record<AcquireCondition['kind'], AcquiredVia> = { free: 'free', head: 'queue-head', takeover: 'takeover', handover: 'handover' };
@@ -52,14 +54,19 @@ type Step = { kind: 'write'; condition: AcquireCondition; queuedAt?: number; via
 export class RemoteAcquisition {
   private current: LockRecord | undefined;
   private known = false;
-  /** The record version being watched, its lease, and when it was first seen. */
-  private observed: { rvn: string; leaseMs: number; at: number; holder: string | undefined } | undefined;
+  /** The record version being watched, its lease, and when this process first saw it (kept in the key's history). */
+  private observed: RecordObservation | undefined;
   private holderToken: string | undefined;
   private holderSince = 0;
   /** This waiter's index in the item's queue, when queued. */
   private queuedAt: number | undefined;
-  /** Send time of the last request whose answer showed another owner: the earliest our lease can start. */
+  /**
+   * Send time of the last request whose answer showed another owner. Until one was answered, no
+   * write of this acquisition can have put the waiter's token in the item before it started.
+   */
   private lastNotMineAt = monotonicNow();
+  /** How the lock was granted by a write answered too late to trust its lease (see {@link loop}). */
+  private grantedVia: AcquiredVia | undefined;
   private uncertain = false;
   private retryMs = RETRY_MIN_MS;
   private pollStreak = 0;
@@ -69,7 +76,9 @@ export class RemoteAcquisition {
   constructor(
     private readonly host: AcquisitionHost,
     private readonly waiter: Waiter,
-  ) {}
+  ) {
+    this.observed = host.history.observation(waiter.storedKey);
+  }
 
   /** Runs until the lock is held, the wait ends (busy error) or the caller gives up. */
   async run(): Promise<HeldLease> {
@@ -103,13 +112,22 @@ export class RemoteAcquisition {
       }
       const sentAt = monotonicNow();
       const result = await this.request(() =>
-        step.kind === 'enqueue'
-          ? host.store.enqueue(writeOf(waiter))
-          : host.store.acquire({ ...writeOf(waiter), condition: step.condition, queuedAt: step.queuedAt }),
+        this.sendWrite(sentAt, () =>
+          step.kind === 'enqueue'
+            ? host.store.enqueue(writeOf(waiter))
+            : host.store.acquire({ ...writeOf(waiter), condition: step.condition, queuedAt: step.queuedAt }),
+        ),
       );
       if (result && step.kind === 'write' && step.condition.kind === 'handover')
         host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
-      if (result?.ok && step.kind === 'write') return host.hold(waiter, result.record, sentAt, step.via ?? VIA[step.condition.kind]);
+      if (result?.ok && step.kind === 'write') {
+        const via = step.via ?? VIA[step.condition.kind];
+        // The write set a new record version, so the lease counts from when it was sent. When the
+        // answer took so long (the SDK's own retries, a slow server) that half of it is gone, the
+        // next turn renews it with one heartbeat before the caller gets it, or finds it taken.
+        if (this.fresh(sentAt, result.record)) return host.hold(waiter, result.record, sentAt, via);
+        this.grantedVia = via;
+      }
       // Queued behind the holder its answer showed.
       if (result?.ok && step.kind === 'enqueue') host.noteWaiting(waiter);
       // Servers that do not return the blocking item (dynalite) need a read.
@@ -125,24 +143,50 @@ export class RemoteAcquisition {
    */
   private async confirmPromotion(record: LockRecord): Promise<HeldLease | undefined> {
     const { waiter } = this;
-    const stored = Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
-    if (this.lastNotMineAt + stored / 2 > monotonicNow()) return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
+    const via = this.grantedVia ?? 'promotion';
+    if (this.fresh(this.validFrom(), record)) return this.host.hold(waiter, record, this.validFrom(), via);
     const sentAt = monotonicNow();
     const result = await this.request(() =>
-      this.host.store.heartbeat(waiter.storedKey, waiter.token, waiter.leaseMs, waiter.leaseMs, waiter.data),
+      this.sendWrite(sentAt, () => this.host.store.heartbeat(waiter.storedKey, waiter.token, waiter.leaseMs, waiter.leaseMs, waiter.data)),
     );
-    if (result?.ok) return this.host.hold(waiter, result.record, sentAt, 'promotion');
+    if (result?.ok) return this.host.hold(waiter, result.record, sentAt, via);
     // Not ours any more: a server that does not return the item needs a read, or the view would
     // still show this waiter as the holder and the loop would try again at once.
     if (result && !result.current) await this.read();
     return undefined;
   }
 
+  /**
+   * The earliest time a write of this waiter may have put its token in the item: the last answer
+   * that showed another owner, or an earlier write whose outcome is unknown (a lost response, a
+   * hand-over that failed that way). A lease found in the item counts from then.
+   */
+  private validFrom(): number {
+    return Math.min(this.lastNotMineAt, this.waiter.uncertainSince ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** Whether a lease counted from `from` still has more than half of it left. */
+  private fresh(from: number, record: LockRecord): boolean {
+    const leaseMs = Math.min(record.leaseMs ?? this.waiter.leaseMs, this.waiter.leaseMs);
+    return from + leaseMs / 2 > monotonicNow();
+  }
+
+  /** Sends a write carrying the waiter's token; one that fails may still have been applied. */
+  private async sendWrite(sentAt: number, send: () => Promise<WriteResult>): Promise<WriteResult> {
+    try {
+      return await send();
+    } catch (error) {
+      this.waiter.uncertainSince = Math.min(this.waiter.uncertainSince ?? sentAt, sentAt);
+      throw error;
+    }
+  }
+
   /** Decides the next request from the last view of the item. */
   private nextStep(): Step {
     const { waiter, current } = this;
-    if (!this.known || !current) return { kind: 'write', condition: { kind: 'free' } };
     const now = monotonicNow();
+    // Seen unchanged for a whole lease, by this call or an earlier one of this process (a single
+    // attempt too): its holder (or the queue's head) is gone.
     if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
       // The record did not change for a whole lease: its holder (or the queue's head) is gone.
       // Without a holder (a queue head that never claimed the lock) there is no previous holder to report.
@@ -153,6 +197,7 @@ export class RemoteAcquisition {
         queuedAt: this.queuedAt,
       };
     }
+    if (!this.known || !current) return { kind: 'write', condition: { kind: 'free' } };
     if (current.token && this.host.history.isOrphan(waiter.storedKey, current.token)) {
       // Our own token that no caller holds (a lease that ran out, a failed release, an abandoned
       // waiter): take it over now.
@@ -162,8 +207,9 @@ export class RemoteAcquisition {
       if (current.queue.length === 0) return { kind: 'write', condition: { kind: 'free' } };
       if (this.queuedAt === 0) return { kind: 'write', condition: { kind: 'head' }, queuedAt: 0 };
     }
-    if (this.queuedAt !== undefined) return { kind: 'wait' };
+    // Checked before polling: a waiter let past its deadline for a late answer polls no more.
     if (now >= waiter.deadline) throw this.host.busyError(waiter);
+    if (this.queuedAt !== undefined) return { kind: 'wait' };
     return { kind: 'enqueue' };
   }
 
@@ -185,7 +231,7 @@ export class RemoteAcquisition {
       if (!isTransientError(error)) throw error;
       this.uncertain = true;
       this.waiter.lastError = error;
-      if (monotonicNow() >= this.waiter.deadline) throw error;
+      if (monotonicNow() >= this.waiter.deadline) throw this.host.deadlineError(this.waiter);
       const pause = Math.min(jitter(this.retryMs), Math.max(0, this.waiter.deadline - monotonicNow()));
       this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, pause));
       this.host.emit(
@@ -212,7 +258,11 @@ export class RemoteAcquisition {
     const index = this.current.queue.findIndex((entry) => entry.token === waiter.token);
     this.queuedAt = index < 0 ? undefined : index;
     const holder = this.current.token;
-    if (holder === waiter.token) return;
+    if (holder === waiter.token) {
+      this.observed = undefined;
+      host.history.forgetObservation(waiter.storedKey);
+      return;
+    }
     this.lastNotMineAt = sentAt;
     if (holder) {
       waiter.holder = { owner: this.current.owner, fencingToken: this.current.fencingToken, leaseDuration: this.current.leaseMs };
@@ -235,10 +285,12 @@ export class RemoteAcquisition {
     // A free lock with a queue waits for the queue's head; if the head never takes it (a waiter
     // that died), the others go ahead after a claim lease.
     const watched = holder || this.current.queue.length > 0 ? this.current.rvn : undefined;
-    if (watched === undefined) this.observed = undefined;
-    else if (this.observed?.rvn !== watched) {
+    if (watched === undefined) {
+      this.observed = undefined;
+      host.history.forgetObservation(waiter.storedKey);
+    } else {
       const leaseMs = holder ? (this.current.leaseMs ?? host.options.leaseMs) : CLAIM_LEASE_MS;
-      this.observed = { rvn: watched, leaseMs, at: now, holder };
+      this.observed = host.history.observe(waiter.storedKey, watched, leaseMs, holder, now);
     }
   }
 
@@ -278,8 +330,13 @@ export class RemoteAcquisition {
       for (let attempt = 0; attempt < 5; attempt++) {
         const sentAt = monotonicNow();
         const record = await store.read(waiter.storedKey);
-        // Promoted meanwhile: held on the claim lease as it is (the manager passes it on).
-        if (record?.token === waiter.token) return this.host.hold(waiter, record, this.lastNotMineAt, 'promotion');
+        if (record?.token === waiter.token) {
+          // Promoted meanwhile: held on the claim lease as it is (the manager passes it on), unless
+          // the caller would get it with half of its lease gone: then it is given back at once.
+          if (waiter.settled || this.fresh(this.validFrom(), record)) return this.host.hold(waiter, record, this.validFrom(), 'promotion');
+          await store.release(waiter.storedKey, waiter.token, waiter.leaseMs);
+          return undefined;
+        }
         this.lastNotMineAt = sentAt;
         const index = record?.queue.findIndex((entry) => entry.token === waiter.token) ?? -1;
         // Out of the queue. The token stays marked: a copy of its enqueue still in flight could put

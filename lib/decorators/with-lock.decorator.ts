@@ -207,6 +207,8 @@ async function runLocked(
 async function releaseAfterHold(service: LockService, lock: Lock, acquiredAt: number, holdMs: number): Promise<void> {
   const remaining = acquiredAt + holdMs - monotonicNow();
   if (remaining <= 0 || lock.isReentrant) return service.releaseQuietly(lock);
+  // The method is done: work it left running must not join the lock re-entrantly meanwhile.
+  service.endScope(lock);
   setTimeout(() => void service.releaseQuietly(lock), remaining).unref();
 }
 

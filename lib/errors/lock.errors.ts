@@ -34,6 +34,27 @@ export class LockBusyError extends DynamoLockError {
   }
 }
 
+/**
+ * Thrown by `acquire()` (and `tryAcquire()`) when DynamoDB did not let it find out who holds the
+ * lock: every request failed or got no answer within `requestTimeout`, and no answer showed
+ * another holder. Thrown by the end of `wait` plus one request time limit (one request limit for
+ * a single attempt); `cause` is the last DynamoDB error. Maps to HTTP 503 in `LockInterceptor`.
+ */
+export class LockUnavailableError extends DynamoLockError {
+  constructor(
+    message: string,
+    /** The key as passed to `acquire()`. */
+    readonly key: string,
+    /** How long this caller tried, in milliseconds. */
+    readonly waitedMs: number,
+    /** The time limit of each DynamoDB request, in milliseconds (`requestTimeout`). */
+    readonly requestTimeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
 /** Why a held lock was lost. */
 export type LockLostReason =
   /** Another owner took the lock over after this holder's lease ran out. */
@@ -43,7 +64,12 @@ export type LockLostReason =
   /** The lease ran out on the local clock without a successful heartbeat (pause, or DynamoDB unreachable). */
   | 'expired'
   /** The lock service shut down (application shutdown) and released the lock. */
-  | 'shutdown';
+  | 'shutdown'
+  /**
+   * This holder released the lock: the signal aborts at every release, so work started under the
+   * lock that is still running (a timer, a listener, a nested handle) stops too.
+   */
+  | 'released';
 
 /**
  * The reason of a `Lock.signal` that aborted because the lock was lost, and the error

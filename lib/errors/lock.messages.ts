@@ -3,6 +3,8 @@
  * Errors and log lines call these functions; nothing else builds user-facing text.
  */
 
+import type { EndpointInfo, EndpointSource } from '../store/dynamo-endpoint';
+
 const DURATION_FORMS = `milliseconds as a number (30000) or a string such as '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d'`;
 
 export const INVALID_DURATION = (name: string, value: unknown, reason?: string) =>
@@ -63,21 +65,101 @@ export const TABLE_WRONG_SCHEMA = (tableName: string, actual: string) =>
 export const TABLE_NOT_ACTIVE = (tableName: string, status: string, waitedMs: number) =>
   `DynamoDB table "${tableName}" is still ${status} after ${waitedMs} ms.`;
 
+/** Where a DynamoDB endpoint was set, as a phrase: "set by ...". */
+const ENDPOINT_SETTING: Record<EndpointSource, string> = {
+  option: 'the clientConfig.endpoint option',
+  DYNAMODB_ENDPOINT: 'the DYNAMODB_ENDPOINT environment variable',
+  client: 'the DynamoDB client passed as the client option',
+  AWS_ENDPOINT_URL_DYNAMODB: 'the AWS_ENDPOINT_URL_DYNAMODB environment variable',
+  AWS_ENDPOINT_URL: 'the AWS_ENDPOINT_URL environment variable',
+  'aws-config': 'endpoint_url in the AWS config file',
+  default: 'AWS_REGION or clientConfig.region',
+};
+
+/** The endpoint and where it came from, e.g. `http://localhost:8000 (from the DYNAMODB_ENDPOINT environment variable)`. */
+export const ENDPOINT_DESCRIPTION = (endpoint: EndpointInfo) =>
+  endpoint.source === 'default'
+    ? endpoint.region
+      ? `"${endpoint.url}" (AWS's endpoint for region ${endpoint.region}; no endpoint option or variable is set)`
+      : `AWS's endpoint for the region (no region is set, and no endpoint option or variable)`
+    : `${endpoint.url === undefined ? 'the endpoint' : `"${endpoint.url}"`} (from ${ENDPOINT_SETTING[endpoint.source]})`;
+
+const TABLE_CHECK = (tableName: string, endpoint: EndpointInfo) =>
+  `Cannot check DynamoDB lock table "${tableName}" at ${ENDPOINT_DESCRIPTION(endpoint)}`;
+
+export const TABLE_CHECK_UNREACHABLE = (tableName: string, endpoint: EndpointInfo, error: unknown) =>
+  `${TABLE_CHECK(tableName, endpoint)}: DynamoDB cannot be reached (${errorText(error)}). ${
+    endpoint.source === 'default'
+      ? 'Check the network and the region; for DynamoDB Local, set DYNAMODB_ENDPOINT or clientConfig.endpoint, e.g. http://localhost:8000.'
+      : `Start DynamoDB there, or fix ${ENDPOINT_SETTING[endpoint.source]} (e.g. http://localhost:8000).`
+  }`;
+
+export const TABLE_CHECK_BAD_ENDPOINT = (tableName: string, endpoint: EndpointInfo) =>
+  `${TABLE_CHECK(tableName, endpoint)}: the endpoint is not an http:// or https:// URL. Write it with its scheme, e.g. http://localhost:8000, in ${ENDPOINT_SETTING[endpoint.source]}.`;
+
+export const TABLE_CHECK_NO_REGION = (tableName: string, endpoint: EndpointInfo) =>
+  `${TABLE_CHECK(tableName, endpoint)}: no AWS region is set. Set AWS_REGION or clientConfig.region (DynamoDB Local accepts any region, e.g. us-east-1).`;
+
+export const TABLE_CHECK_NO_CREDENTIALS = (tableName: string, endpoint: EndpointInfo, error: unknown) =>
+  `${TABLE_CHECK(tableName, endpoint)}: no AWS credentials (${errorText(error)}). Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or clientConfig.credentials (DynamoDB Local accepts any values).`;
+
+export const TABLE_CHECK_FAILED = (tableName: string, endpoint: EndpointInfo, error: unknown) =>
+  `${TABLE_CHECK(tableName, endpoint)}: ${errorText(error)}. Check the credentials and that they allow dynamodb:DescribeTable on the table.`;
+
 /** `waitedMs` is `undefined` for a single attempt (`wait: false`). */
 export const LOCK_BUSY = (key: string, holder: string | undefined, fencingToken: number | undefined, waitedMs: number | undefined) =>
   `Lock "${key}" is held by ${holder ? `"${holder}"` : 'another owner'}${fencingToken !== undefined ? ` (fencing token ${fencingToken})` : ''}; gave up after ${waitedMs === undefined ? 'one attempt (wait: false)' : `waiting ${waitedMs} ms`}.`;
+
+/** `waitedMs` is `undefined` for a single attempt (`wait: false`). */
+export const LOCK_UNAVAILABLE = (key: string, waitedMs: number | undefined, cause: unknown) =>
+  `Lock "${key}" could not be acquired: DynamoDB ${cause === undefined ? 'did not answer in time' : `failed (${errorText(cause)})`} and no answer showed another holder, so this is an outage or a slow DynamoDB, not a busy lock; gave up after ${waitedMs === undefined ? 'one attempt (wait: false)' : `trying for ${waitedMs} ms`}.`;
+
+/** The message of a 503 answer: names the resource, not the DynamoDB error (no table names leave the app). */
+export const LOCK_UNAVAILABLE_HTTP = (key: string) =>
+  `Lock "${key}" could not be acquired because the lock store is unavailable; retry later.`;
+
+export const REQUEST_TIMED_OUT = (operation: string, tableName: string, ms: number) =>
+  `DynamoDB ${operation} on table "${tableName}" got no answer within ${ms} ms (option requestTimeout); the request was aborted.`;
 
 export const LOCK_TAKEN = (key: string, holder: string | undefined) =>
   `Lock "${key}" was lost: it is now held by ${holder ? `"${holder}"` : 'another owner'}, who took it over after this holder's lease ran out without a heartbeat.`;
 
 export const LOCK_GONE = (key: string) => `Lock "${key}" was lost: its record was released or deleted by someone else.`;
 
-export const LOCK_EXPIRED = (key: string, overdueMs: number, cause?: unknown) =>
-  `Lock "${key}" was lost: its lease ran out ${overdueMs} ms ago on the local clock without a successful heartbeat${
-    cause
-      ? ` (last heartbeat failed: ${errorText(cause)}; DynamoDB may be unreachable)`
-      : ' (the process was paused or its event loop blocked for longer than the lease)'
-  }. Another owner may hold it now; stop work protected by it.`;
+/** What made a lease run out, as {@link LOCK_EXPIRED} tells it. */
+export type ExpiryCause =
+  /** Acquired with `heartbeat: false` and not renewed in time. */
+  | { kind: 'no-heartbeat' }
+  /** Heartbeats were throttled by DynamoDB. */
+  | { kind: 'throttled'; error: unknown }
+  /** Heartbeats got no answer within the request limit. */
+  | { kind: 'timed-out'; error: unknown }
+  /** Heartbeats failed with another error. */
+  | { kind: 'failed'; error: unknown }
+  /** A heartbeat was answered, but later than the lease it renewed. */
+  | { kind: 'late-answer'; answeredAfterMs: number }
+  /** A heartbeat was still waiting for its answer. */
+  | { kind: 'unanswered' }
+  /** No heartbeat was due or failing: the process did not run. */
+  | { kind: 'paused' };
+
+const EXPIRY_TEXT: { [K in ExpiryCause['kind']]: (cause: Extract<ExpiryCause, { kind: K }>) => string } = {
+  'no-heartbeat': () =>
+    'it was acquired with heartbeat: false and not renewed in time: call lock.extend() (or renewLease()) more often than the lease, or let heartbeats renew it',
+  throttled: (c) =>
+    `heartbeats were throttled by DynamoDB (${errorText(c.error)}): give the table more capacity (or on-demand mode), or hold fewer locks at once`,
+  'timed-out': (c) => `heartbeats got no answer from DynamoDB in time (${errorText(c.error)}): DynamoDB or the network is slow or unreachable`,
+  failed: (c) => `heartbeats failed (${errorText(c.error)}): DynamoDB may be unreachable`,
+  'late-answer': (c) => `a heartbeat was answered ${c.answeredAfterMs} ms after it was sent, too late to renew the lease: DynamoDB or the network is slow`,
+  unanswered: () => 'a heartbeat was still waiting for an answer from DynamoDB: DynamoDB or the network is slow or unreachable',
+  paused: () => 'no heartbeat ran: the process was paused or its event loop blocked for longer than the lease',
+};
+
+export const LOCK_EXPIRED = (key: string, overdueMs: number, cause: ExpiryCause) =>
+  `Lock "${key}" was lost: its lease ran out ${overdueMs} ms ago on the local clock; ${(EXPIRY_TEXT[cause.kind] as (c: ExpiryCause) => string)(cause)}. Another owner may hold it now; stop work protected by it.`;
+
+export const LOCK_RELEASED = (key: string) =>
+  `Lock "${key}" was released by its holder; work started under it must not go on (another owner may hold it now).`;
 
 export const RELEASED_AT_SHUTDOWN = (key: string) =>
   `Lock "${key}" was released because the lock service is shutting down; stop work protected by it.`;

@@ -1,6 +1,14 @@
-import { type CallHandler, ConflictException, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
+import {
+  type CallHandler,
+  ConflictException,
+  type ExecutionContext,
+  Injectable,
+  type NestInterceptor,
+  ServiceUnavailableException,
+} from '@nestjs/common';
 import { catchError, type Observable, throwError } from 'rxjs';
-import { LockBusyError } from '../errors/lock.errors';
+import { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
+import { LOCK_UNAVAILABLE_HTTP } from '../errors/lock.messages';
 
 /** The JSON body of a 409 answer for a busy lock. */
 export interface LockConflictBody {
@@ -13,11 +21,22 @@ export interface LockConflictBody {
   holder?: string;
 }
 
+/** The JSON body of a 503 answer for a lock DynamoDB did not let the app take (an outage, not a busy lock). */
+export interface LockUnavailableBody {
+  statusCode: 503;
+  error: 'Service Unavailable';
+  message: string;
+  /** The lock key that could not be acquired. */
+  resource: string;
+}
+
 /**
  * Gives HTTP semantics to busy locks: a `LockBusyError` thrown by the handler (by `@WithLock`
  * on it, or by any service it calls) becomes `409 Conflict` with a JSON body naming the
  * resource, and a `Retry-After` header (seconds) when the holder's lease is known: the longest
- * a crashed holder can block the key. Other contexts (RPC, WebSocket) get the error unchanged.
+ * a crashed holder can block the key. A `LockUnavailableError` (DynamoDB failed or did not answer,
+ * and no answer showed another holder) becomes `503 Service Unavailable` with `Retry-After`: the
+ * request time limit, in seconds, at least 1. Other contexts (RPC, WebSocket) get the error unchanged.
  *
  * @example
  * ```ts
@@ -33,16 +52,20 @@ export class LockInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     return next.handle().pipe(
       catchError((error: unknown) => {
-        if (!(error instanceof LockBusyError) || context.getType() !== 'http') return throwError(() => error);
-        const lease = error.holder?.leaseDuration;
-        if (lease) {
-          const response = context
-            .switchToHttp()
-            .getResponse<{ setHeader?: (name: string, value: string) => void; header?: (name: string, value: string) => void }>();
-          const value = String(Math.max(1, Math.ceil(lease / 1000)));
-          if (typeof response.setHeader === 'function') response.setHeader('Retry-After', value);
-          else response.header?.('Retry-After', value);
+        if (context.getType() !== 'http') return throwError(() => error);
+        if (error instanceof LockUnavailableError) {
+          retryAfter(context, error.requestTimeoutMs);
+          const body: LockUnavailableBody = {
+            statusCode: 503,
+            error: 'Service Unavailable',
+            message: LOCK_UNAVAILABLE_HTTP(error.key),
+            resource: error.key,
+          };
+          return throwError(() => new ServiceUnavailableException(body, { cause: error }));
         }
+        if (!(error instanceof LockBusyError)) return throwError(() => error);
+        const lease = error.holder?.leaseDuration;
+        if (lease) retryAfter(context, lease);
         const body: LockConflictBody = {
           statusCode: 409,
           error: 'Conflict',
@@ -54,4 +77,14 @@ export class LockInterceptor implements NestInterceptor {
       }),
     );
   }
+}
+
+/** Sets `Retry-After` to `ms` in whole seconds, at least 1 (Express and Fastify responses). */
+function retryAfter(context: ExecutionContext, ms: number): void {
+  const response = context
+    .switchToHttp()
+    .getResponse<{ setHeader?: (name: string, value: string) => void; header?: (name: string, value: string) => void }>();
+  const value = String(Math.max(1, Math.ceil(ms / 1000)));
+  if (typeof response.setHeader === 'function') response.setHeader('Retry-After', value);
+  else response.header?.('Retry-After', value);
 }

@@ -21,6 +21,13 @@ export interface DynamoLockOptions {
    * shutdowns), more reads. Default `'1s'`.
    */
   maxPollInterval?: Duration;
+  /**
+   * Time limit of each DynamoDB request the library sends (SDK retries included), with its own
+   * client or yours: a request without an answer by then is aborted and counts as a transient
+   * failure. A wait therefore ends by `wait` plus one request limit, and `tryAcquire()` within
+   * one. Default: a third of `leaseDuration`, at most `'3s'` (3 s at the default lease).
+   */
+  requestTimeout?: Duration;
   /** Days after its last write before DynamoDB TTL may delete an idle lock item; `0` disables. Default 2. */
   ttlDays?: number;
   /** The DynamoDB client to use. The library never destroys a client it was given. */

@@ -41,7 +41,7 @@ export type LockEvent =
   | (LockEventBase & { type: 'busy'; holder?: LockHolder; waitedMs: number })
   | (LockEventBase & { type: 'extended'; fencingToken: number; leaseMs: number })
   | (LockEventBase & { type: 'released'; fencingToken: number; heldMs: number; handedOver: boolean })
-  | (LockEventBase & { type: 'lost'; fencingToken: number; heldMs: number; reason: LockLostReason })
+  | (LockEventBase & { type: 'lost'; fencingToken: number; heldMs: number; reason: Exclude<LockLostReason, 'released'> })
   /**
    * `release()` did not release the lock: `not-held` — this owner no longer held it (its lease ran
    * out unnoticed and another owner may hold it); `error` — the write failed, and the lease runs out

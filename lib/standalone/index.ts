@@ -25,6 +25,7 @@ export { LOCK_EVENT_NAMES, type LockEventOf } from '../observability/lock-event.
 export {
   DynamoLockError,
   LockBusyError,
+  LockUnavailableError,
   LockLostError,
   LockValidationError,
   LockConfigurationError,

@@ -8,10 +8,23 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { LoggerService } from '@nestjs/common';
-import { LockTableError } from '../errors/lock.errors';
-import { TABLE_CREATED, TABLE_MISSING, TABLE_NOT_ACTIVE, TABLE_WRONG_SCHEMA, TTL_UNSUPPORTED } from '../errors/lock.messages';
+import { LockConfigurationError, LockTableError } from '../errors/lock.errors';
+import {
+  TABLE_CHECK_BAD_ENDPOINT,
+  TABLE_CHECK_FAILED,
+  TABLE_CHECK_NO_CREDENTIALS,
+  TABLE_CHECK_NO_REGION,
+  TABLE_CHECK_UNREACHABLE,
+  TABLE_CREATED,
+  TABLE_MISSING,
+  TABLE_NOT_ACTIVE,
+  TABLE_WRONG_SCHEMA,
+  TTL_UNSUPPORTED,
+} from '../errors/lock.messages';
 import { sleep } from '../utils/abortable-sleep';
+import { describeEndpoint, type EndpointInfo, isHttpUrl } from './dynamo-endpoint';
 import { ATTR } from './lock-record';
+import { connectionProblem, isTransientError } from './transient-error';
 
 /** How long start-up waits for a table that is being created. */
 const ACTIVE_TIMEOUT_MS = 120_000;
@@ -27,8 +40,25 @@ export interface EnsureTableOptions {
  * Makes sure the lock table exists, is ACTIVE and has the expected key schema
  * (one String partition key named `key`), creating it when asked.
  * @throws LockTableError when the table is missing (and `create` is off) or has another schema.
+ * @throws LockConfigurationError naming the table, the endpoint and where it was set, with the
+ *   SDK error as `cause`, when DynamoDB cannot be reached or refuses the check (no connection,
+ *   unknown host, endpoint without `http://`, no region, no credentials, access denied).
+ *   Throttling and 5xx answers are thrown as they are.
  */
 export async function ensureLockTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
+  const endpoint = await describeEndpoint(client);
+  // Without its scheme the SDK sends somewhere else (`localhost:` reads as the scheme) or fails obscurely.
+  if (endpoint.url !== undefined && endpoint.source !== 'default' && !isHttpUrl(endpoint.url)) {
+    throw new LockConfigurationError(TABLE_CHECK_BAD_ENDPOINT(tableName, endpoint));
+  }
+  try {
+    await checkTable(client, tableName, options);
+  } catch (error) {
+    throw tableCheckError(error, tableName, endpoint);
+  }
+}
+
+async function checkTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
   let table = await describe(client, tableName);
   if (!table) {
     if (!options.create) throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
@@ -70,6 +100,24 @@ export async function createLockTable(
     logger?.warn(TTL_UNSUPPORTED(tableName, error));
   }
   return table;
+}
+
+/** The error the table check throws for `error`: a {@link LockConfigurationError} unless it is one, or a server's transient answer. */
+function tableCheckError(error: unknown, tableName: string, endpoint: EndpointInfo): unknown {
+  if (error instanceof LockConfigurationError) return error;
+  const problem = connectionProblem(error);
+  if (!problem && isTransientError(error)) return error;
+  const message =
+    problem?.kind === 'unreachable'
+      ? TABLE_CHECK_UNREACHABLE(tableName, endpoint, problem.error)
+      : problem?.kind === 'bad-endpoint'
+        ? TABLE_CHECK_BAD_ENDPOINT(tableName, endpoint)
+        : problem?.kind === 'no-region'
+          ? TABLE_CHECK_NO_REGION(tableName, endpoint)
+          : problem?.kind === 'no-credentials'
+            ? TABLE_CHECK_NO_CREDENTIALS(tableName, endpoint, problem.error)
+            : TABLE_CHECK_FAILED(tableName, endpoint, error);
+  return new LockConfigurationError(message, { cause: error });
 }
 
 /** Describes the lock table, or `undefined` when it does not exist. */

@@ -1,6 +1,17 @@
-import { type AttributeValue, type DynamoDBClient, GetItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  GetItemCommand,
+  type GetItemCommandOutput,
+  ScanCommand,
+  type ScanCommandOutput,
+  UpdateItemCommand,
+  type UpdateItemCommandOutput,
+} from '@aws-sdk/client-dynamodb';
 import { randomToken } from '../utils/random-token';
 import type { LoggerService } from '@nestjs/common';
+import { LockTableError } from '../errors/lock.errors';
+import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../errors/lock.messages';
 import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
 import { ensureLockTable } from './lock-table';
@@ -71,6 +82,8 @@ export interface LockStoreOptions {
   ttlDays: number;
   /** Where table creation is reported. */
   logger?: LoggerService;
+  /** Time limit of each request in ms (SDK retries included); none when absent. */
+  requestTimeoutMs?: number;
 }
 
 /** One UpdateItem, before attribute names are picked and values completed. */
@@ -320,7 +333,8 @@ export class LockStore implements LockStorePort {
 
   /** Strongly consistent read of one lock item. */
   async read(key: string): Promise<LockRecord | undefined> {
-    const output = await this.client.send(
+    const output = await this.send(
+      'GetItem',
       new GetItemCommand({ TableName: this.options.tableName, Key: { [ATTR.key]: { S: key } }, ConsistentRead: true }),
     );
     return output.Item ? toLockRecord(output.Item) : undefined;
@@ -330,7 +344,8 @@ export class LockStore implements LockStorePort {
   async *scanHeld(prefix: string): AsyncGenerator<LockRecord> {
     let startKey: Record<string, AttributeValue> | undefined;
     do {
-      const output = await this.client.send(
+      const output = await this.send(
+        'Scan',
         new ScanCommand({
           TableName: this.options.tableName,
           ConsistentRead: true,
@@ -369,7 +384,8 @@ export class LockStore implements LockStorePort {
     ].filter(Boolean);
     const expression = clauses.join(' ');
     try {
-      const output = await this.client.send(
+      const output = await this.send(
+        'UpdateItem',
         new UpdateItemCommand({
           TableName: this.options.tableName,
           Key: { [ATTR.key]: { S: update.key } },
@@ -385,6 +401,46 @@ export class LockStore implements LockStorePort {
     } catch (error) {
       if (isConditionFailure(error)) return { ok: false, current: error.Item ? toLockRecord(error.Item) : undefined };
       throw error;
+    }
+  }
+
+  /**
+   * Sends one request within `requestTimeoutMs`. The SDK gets an abort signal, and the timer also
+   * settles the call itself, since the SDK may not look at the signal between its own retries: a
+   * hung server yields a `TimeoutError` (transient, so retried or reported as an outage, never as
+   * a busy lock). A table deleted under a running app becomes a `LockTableError`.
+   */
+  private send(operation: 'UpdateItem', command: UpdateItemCommand): Promise<UpdateItemCommandOutput>;
+  private send(operation: 'GetItem', command: GetItemCommand): Promise<GetItemCommandOutput>;
+  private send(operation: 'Scan', command: ScanCommand): Promise<ScanCommandOutput>;
+  private async send(
+    operation: string,
+    command: UpdateItemCommand | GetItemCommand | ScanCommand,
+  ): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
+    const limitMs = this.options.requestTimeoutMs;
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      if (limitMs === undefined || !Number.isFinite(limitMs)) return;
+      timer = setTimeout(() => {
+        const error = Object.assign(new Error(REQUEST_TIMED_OUT(operation, this.options.tableName, limitMs)), { name: 'TimeoutError' });
+        controller.abort(error);
+        reject(error);
+      }, limitMs);
+    });
+    try {
+      // The client has one overload per command, and none for the union.
+      const sent = this.client.send(command as UpdateItemCommand, { abortSignal: controller.signal });
+      return await Promise.race([sent, timedOut]);
+    } catch (error) {
+      // The SDK's own abort error, when it noticed the signal first, is our timeout.
+      if (controller.signal.aborted) throw controller.signal.reason;
+      if (error instanceof Error && error.name === 'ResourceNotFoundException') {
+        throw new LockTableError(TABLE_MISSING(this.options.tableName), this.options.tableName, 'missing');
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

@@ -1,7 +1,7 @@
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockBusyError, LockLostError, LockValidationError, type Lock } from '../../lib';
+import { LockBusyError, LockLostError, LockUnavailableError, LockValidationError, type Lock } from '../../lib';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { countRequests } from '../support/request-counter';
@@ -366,7 +366,9 @@ describeEachServer('LockManager', (server) => {
       faults.failNext('UpdateItem', { kind: 'throttling', times: 2 });
       const key = newKey('throttled');
       const error = await rejectionOf(manager.acquire(key, { wait: false }));
-      expect(error.name).toBe('ThrottlingException');
+      // Not busy: no answer showed a holder. The DynamoDB error is the cause.
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect((error.cause as Error).name).toBe('ThrottlingException');
       expect(faults.injected).toHaveLength(2);
       expect(manager.heldCount).toBe(0);
       expect(await manager.inspect(key)).toBeNull();

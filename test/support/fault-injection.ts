@@ -32,6 +32,8 @@ export interface FaultSpec {
    * `lost-response`); models a server error after the write was applied.
    */
   readonly reachServer?: boolean;
+  /** Wait this long before the failure surfaces (default 0): a response lost after a long silence. */
+  readonly delayMs?: number;
 }
 
 /** A fault that was injected. */
@@ -63,6 +65,7 @@ interface QueuedFault {
   readonly command: string;
   readonly kind: FaultKind;
   readonly reachServer: boolean;
+  readonly delayMs: number;
   remaining: number;
 }
 
@@ -95,6 +98,7 @@ export function injectFaults(client: DynamoDBClient): FaultInjector {
         // Whatever the server answered is lost.
         await next(args).catch(() => undefined);
       }
+      if (fault.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
       throw faultError(fault.kind, command);
     },
     // The retry middleware is in `finalizeRequest` with high priority; low runs inside it.
@@ -102,9 +106,9 @@ export function injectFaults(client: DynamoDBClient): FaultInjector {
   );
 
   const injector: FaultInjector = {
-    failNext(command, { kind, times = 1, reachServer = kind === 'lost-response' }) {
+    failNext(command, { kind, times = 1, reachServer = kind === 'lost-response', delayMs = 0 }) {
       if (!Number.isInteger(times) || times < 1) throw new Error(`failNext: times must be a positive integer, got ${times}`);
-      queue.push({ command: commandName(command), kind, reachServer, remaining: times });
+      queue.push({ command: commandName(command), kind, reachServer, delayMs, remaining: times });
       return this;
     },
     pending: () => queue.reduce((sum, queued) => sum + queued.remaining, 0),

@@ -1,0 +1,195 @@
+import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockBusyError, type LockEvent, LockLostError, LockTableError, LockUnavailableError, LockManager, Lock } from '../../lib';
+import { type HungServer, startHungServer, startStallingProxy, type StallingProxy } from '../support/hung-server';
+import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { rejectionOf } from '../support/rejection';
+import { createLockTable, createTestClient, describeEachServer, testClientConfig, uniqueTableName } from '../support/servers';
+
+let keySeq = 0;
+const newKey = (name: string) => `${name}-${++keySeq}`;
+
+/** Time limit of each request in these tests: small, so outages end fast. */
+const LIMIT_MS = 300;
+
+/** How long `promise` takes to settle, and how. */
+async function timed<T>(promise: Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
+  const started = performance.now();
+  try {
+    const value = await promise;
+    return { ms: performance.now() - started, value };
+  } catch (error) {
+    return { ms: performance.now() - started, error };
+  }
+}
+
+describeEachServer('An outage is never contention', (server) => {
+  const fixture = new LockFixture(server);
+  let hung: HungServer;
+  const proxies: StallingProxy[] = [];
+  const proxy = async (mode?: StallingProxy['mode']) => {
+    const started = await startStallingProxy(server.endpoint, mode);
+    proxies.push(started);
+    return started;
+  };
+  beforeAll(async () => {
+    await fixture.setup();
+    hung = await startHungServer();
+  });
+  afterAll(async () => {
+    await fixture.close();
+    await Promise.all([hung.close(), ...proxies.map((p) => p.close())]);
+  });
+
+  describe('DynamoDB hung (connections accepted, never answered)', () => {
+    const onHung = (options: ConstructorParameters<typeof LockManager>[0] = {}) =>
+      fixture.manager({ requestTimeout: LIMIT_MS, ...options }, { endpoint: hung.endpoint });
+
+    it('tryAcquire() rejects with LockUnavailableError within about one request limit, not null and not a lock', async () => {
+      const manager = onHung();
+      const { ms, value, error } = await timed(manager.tryAcquire(newKey('try')));
+      expect(value).toBeUndefined();
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect(error).not.toBeInstanceOf(LockBusyError);
+      const unavailable = error as LockUnavailableError;
+      expect(unavailable.cause).toMatchObject({ name: 'TimeoutError' });
+      expect(String((unavailable.cause as Error).message)).toContain(`${LIMIT_MS} ms`);
+      expect(unavailable.requestTimeoutMs).toBe(LIMIT_MS);
+      expect(unavailable.message).toContain('not a busy lock');
+      expect(ms).toBeGreaterThanOrEqual(LIMIT_MS - 5);
+      expect(ms).toBeLessThan(LIMIT_MS + 2_000);
+      expect(hung.connections).toBeGreaterThan(0);
+    });
+
+    it('acquire({ wait }) ends by wait + one request limit with LockUnavailableError carrying the DynamoDB error, never LockBusyError', async () => {
+      const manager = onHung();
+      const events: LockEvent[] = [];
+      manager.subscribe((event) => events.push(event));
+      const { ms, error } = await timed(manager.acquire(newKey('wait'), { wait: '1s' }));
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect((error as LockUnavailableError).cause).toMatchObject({ name: 'TimeoutError' });
+      expect((error as LockUnavailableError).waitedMs).toBeGreaterThanOrEqual(990);
+      expect(ms).toBeGreaterThanOrEqual(990);
+      expect(ms).toBeLessThan(1_000 + LIMIT_MS + 2_000);
+      // Retried within the wait, and no `busy` event: nobody was seen holding the key.
+      expect(events.filter((e) => e.type === 'retry').length).toBeGreaterThanOrEqual(2);
+      expect(events.some((e) => e.type === 'busy')).toBe(false);
+    });
+
+    it('a heartbeat that hangs mid-hold ends in time: the lease runs out with reason "expired" and the time-out as cause', async () => {
+      const through = await proxy();
+      const manager = fixture.manager(
+        { leaseDuration: 1_500, heartbeatInterval: 300, requestTimeout: 200 },
+        { endpoint: through.endpoint },
+      );
+      const events: LockEvent[] = [];
+      manager.subscribe((event) => events.push(event));
+      const lock = await manager.acquire(newKey('beat'));
+      through.mode = { kind: 'hang' };
+      const started = performance.now();
+      const lost = await new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+      const ms = performance.now() - started;
+      expect(lost).toBeInstanceOf(LockLostError);
+      expect((lost as LockLostError).reason).toBe('expired');
+      expect((lost as LockLostError).cause).toMatchObject({ name: 'TimeoutError' });
+      expect(ms).toBeLessThan(1_500);
+      // Each hung heartbeat was given up and retried within the lease.
+      expect(events.filter((e) => e.type === 'retry' && e.operation === 'heartbeat').length).toBeGreaterThanOrEqual(2);
+      expect(await timed(lock.release())).toMatchObject({ value: false });
+    });
+  });
+
+  describe('a slow DynamoDB', () => {
+    it('an answer slower than wait on a free key gives the lock, not LockBusyError', async () => {
+      const slow = await proxy({ kind: 'delay', ms: 700 });
+      const manager = fixture.manager({ requestTimeout: '2s' }, { endpoint: slow.endpoint });
+      const key = newKey('slow-free');
+      const { ms, value, error } = await timed(manager.acquire(key, { wait: 200 }));
+      expect(error).toBeUndefined();
+      expect(value).toBeInstanceOf(Lock);
+      expect(ms).toBeGreaterThanOrEqual(650);
+      expect(ms).toBeLessThan(200 + 2_000 + 1_000);
+      const lock = value as Lock;
+      expect(await fixture.manager().inspect(key)).toMatchObject({ fencingToken: lock.fencingToken });
+      slow.mode = { kind: 'pass' };
+      expect(await lock.release()).toBe(true);
+    });
+
+    it('an answer slower than wait and than the request limit is LockUnavailableError, not LockBusyError', async () => {
+      const slow = await proxy({ kind: 'delay', ms: 1_500 });
+      const manager = fixture.manager({ requestTimeout: LIMIT_MS }, { endpoint: slow.endpoint });
+      const { ms, error } = await timed(manager.acquire(newKey('slower'), { wait: 200 }));
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect(ms).toBeLessThan(200 + LIMIT_MS + 2_000);
+    });
+  });
+
+  describe('contention is still contention', () => {
+    it('a key another owner holds is null for tryAcquire() and LockBusyError naming the holder for acquire({ wait })', async () => {
+      const key = newKey('held');
+      const holder = fixture.manager({ ownerName: 'the-holder' });
+      const lock = await holder.acquire(key);
+      const other = fixture.manager({ requestTimeout: LIMIT_MS });
+      expect(await other.tryAcquire(key)).toBeNull();
+      const error = await rejectionOf(other.acquire(key, { wait: 300 }));
+      expect(error).toBeInstanceOf(LockBusyError);
+      expect((error as LockBusyError).holder?.owner).toBe('the-holder');
+      await lock.release();
+    });
+
+    it('a caller of this process ahead in the queue makes a late waiter busy, not unavailable', async () => {
+      const key = newKey('local');
+      const holder = fixture.manager({ ownerName: 'remote-holder' });
+      const lock = await holder.acquire(key);
+      const manager = fixture.manager({ requestTimeout: LIMIT_MS });
+      const first = manager.acquire(key, { wait: 600 });
+      const second = await rejectionOf(manager.acquire(key, { wait: 300 }));
+      expect(second).toBeInstanceOf(LockBusyError);
+      expect(await rejectionOf(first)).toBeInstanceOf(LockBusyError);
+      await lock.release();
+    });
+  });
+
+  describe('the table deleted under a running app', () => {
+    it('acquire rejects with LockTableError, problem "missing"', async () => {
+      const client = createTestClient(server);
+      const tableName = uniqueTableName('gone');
+      try {
+        await createLockTable(client, tableName);
+        const manager = new LockManager({ tableName, clientConfig: testClientConfig(server), logger: new MemoryLogger() });
+        try {
+          const lock = await manager.acquire(newKey('before'));
+          await lock.release();
+          await client.send(new DeleteTableCommand({ TableName: tableName }));
+          await waitUntilGone(client, tableName);
+          const error = await rejectionOf(manager.acquire(newKey('after'), { wait: 500 }));
+          expect(error).toBeInstanceOf(LockTableError);
+          expect(error).toMatchObject({ problem: 'missing', tableName });
+        } finally {
+          await manager.close();
+        }
+      } finally {
+        client.destroy();
+      }
+    });
+  });
+
+  afterEach(() => {
+    for (const p of proxies) p.mode = { kind: 'pass' };
+  });
+});
+
+/** Waits until DescribeTable says the table does not exist. */
+async function waitUntilGone(client: ReturnType<typeof createTestClient>, tableName: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      await client.send(new DescribeTableCommand({ TableName: tableName }));
+    } catch (error) {
+      if ((error as Error).name === 'ResourceNotFoundException') return;
+      throw error;
+    }
+    await sleep(50);
+  }
+  throw new Error(`table ${tableName} still exists`);
+}
