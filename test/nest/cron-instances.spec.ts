@@ -127,6 +127,75 @@ describeEachServer('@Cron + @WithLock across app instances', (server) => {
   }, 30_000);
 });
 
+describeEachServer('@Cron + @WithLock({ onBusy: "skip" }) after the holder process is SIGKILLed', (server) => {
+  const fixture = new LockFixture(server);
+  beforeAll(() => fixture.setup());
+  afterAll(() => fixture.close());
+
+  it('runs the job again on a surviving instance within two leases of the kill', async () => {
+    const LEASE_MS = 3_000;
+    const script = resolve('test/nest/fixtures/cron-app.mjs');
+    const children = new Map<string, ChildProcessWithoutNullStreams>();
+    const runs: Run[] = [];
+    const errors: string[] = [];
+    let firstRun: (run: Run) => void = () => undefined;
+    const first = new Promise<Run>((r) => (firstRun = r));
+    try {
+      for (const instance of ['K', 'L', 'M']) {
+        // Every second; each run holds the lock (renewing it) for a minute: a long job.
+        const child = spawn(process.execPath, [script], {
+          env: {
+            ...process.env,
+            INSTANCE: instance,
+            ENDPOINT: server.endpoint,
+            TABLE: fixture.tableName,
+            CRON: '* * * * * *',
+            LEASE: String(LEASE_MS),
+            WORK_MS: '60000',
+          },
+        });
+        children.set(instance, child);
+        let buffered = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          buffered += chunk.toString();
+          const lines = buffered.split('\n');
+          buffered = lines.pop() ?? '';
+          for (const line of lines) {
+            const event = JSON.parse(line) as { instance: string; at?: number };
+            if (event.at === undefined) continue;
+            const run = { instance: event.instance, at: event.at };
+            runs.push(run);
+            firstRun(run);
+          }
+        });
+        child.stderr.on('data', (chunk: Buffer) => {
+          for (const line of chunk.toString().split('\n').filter(Boolean)) if (!line.includes('"level":"debug"')) errors.push(line);
+        });
+      }
+      const holder = await first;
+      // Let the others skip a few ticks behind the live holder, then crash it mid-job.
+      await sleep(2_500);
+      expect(runs).toEqual([holder]);
+      const killedAt = Date.now();
+      children.get(holder.instance)!.kill('SIGKILL');
+      const deadline = killedAt + 4 * LEASE_MS;
+      while (Date.now() < deadline && !runs.some((run) => run.at > killedAt)) await sleep(100);
+      const next = runs.find((run) => run.at > killedAt);
+      expect(next).toBeDefined();
+      expect(next!.instance).not.toBe(holder.instance);
+      expect(next!.at - killedAt).toBeLessThanOrEqual(2 * LEASE_MS);
+      // Exactly one survivor took it over.
+      await sleep(1_500);
+      expect(runs.filter((run) => run.at > killedAt)).toHaveLength(1);
+    } finally {
+      for (const child of children.values()) child.kill('SIGKILL');
+      await Promise.all([...children.values()].map((child) => (child.exitCode === null && child.signalCode === null ? once(child, 'exit') : undefined)));
+    }
+    // The cron package itself warns when a loaded machine fires a timer late; that line is not ours.
+    expect(errors.filter((line) => !line.startsWith('[Cron] Missed execution deadline'))).toEqual([]);
+  }, 40_000);
+});
+
 describe('cron tick helpers', () => {
   it('detects a tick that ran twice', () => {
     expect(() =>
