@@ -720,7 +720,8 @@ export class LockManager implements LockHost, AcquisitionHost {
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
       lease.nextBeatAt = sentAt + lease.heartbeatMs;
       lease.lastError = undefined;
-      if (monotonicNow() >= lease.validUntil) this.lose(lease, 'expired', { kind: 'late-answer', answeredAfterMs: Math.round(monotonicNow() - sentAt) });
+      if (monotonicNow() >= lease.validUntil)
+        this.lose(lease, 'expired', { kind: 'late-answer', answeredAfterMs: Math.round(monotonicNow() - sentAt) });
     } catch (error) {
       if (lease.state !== 'held') return;
       lease.lastError = error;

@@ -148,9 +148,11 @@ const EXPIRY_TEXT: { [K in ExpiryCause['kind']]: (cause: Extract<ExpiryCause, { 
     'it was acquired with heartbeat: false and not renewed in time: call lock.extend() (or renewLease()) more often than the lease, or let heartbeats renew it',
   throttled: (c) =>
     `heartbeats were throttled by DynamoDB (${errorText(c.error)}): give the table more capacity (or on-demand mode), or hold fewer locks at once`,
-  'timed-out': (c) => `heartbeats got no answer from DynamoDB in time (${errorText(c.error)}): DynamoDB or the network is slow or unreachable`,
+  'timed-out': (c) =>
+    `heartbeats got no answer from DynamoDB in time (${errorText(c.error)}): DynamoDB or the network is slow or unreachable`,
   failed: (c) => `heartbeats failed (${errorText(c.error)}): DynamoDB may be unreachable`,
-  'late-answer': (c) => `a heartbeat was answered ${c.answeredAfterMs} ms after it was sent, too late to renew the lease: DynamoDB or the network is slow`,
+  'late-answer': (c) =>
+    `a heartbeat was answered ${c.answeredAfterMs} ms after it was sent, too late to renew the lease: DynamoDB or the network is slow`,
   unanswered: () => 'a heartbeat was still waiting for an answer from DynamoDB: DynamoDB or the network is slow or unreachable',
   paused: () => 'no heartbeat ran: the process was paused or its event loop blocked for longer than the lease',
 };

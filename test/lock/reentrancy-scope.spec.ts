@@ -34,9 +34,13 @@ describeEachServer('Re-entrancy never outlives the lock', (server) => {
         setTimeout(() => {
           seen = { current: manager.current(key), isHeld: lock.isHeld, aborted: lock.signal.aborted, reason: lock.signal.reason };
           inner = manager
-            .withLock(key, () => {
-              innerRan = true;
-            }, { wait: false })
+            .withLock(
+              key,
+              () => {
+                innerRan = true;
+              },
+              { wait: false },
+            )
             .catch((error: unknown) => error);
           resolve();
         }, 150);

@@ -13,7 +13,11 @@ const newKey = (name: string) => `${name}-${++keySeq}`;
 const LEASE_MS = 1_000;
 
 /** Calls `attempt` every `everyMs` until it returns a lock; resolves with the lock and how long that took. */
-async function pollUntilAcquired(attempt: () => Promise<Lock | null>, limitMs: number, everyMs = 100): Promise<{ lock: Lock; tookMs: number }> {
+async function pollUntilAcquired(
+  attempt: () => Promise<Lock | null>,
+  limitMs: number,
+  everyMs = 100,
+): Promise<{ lock: Lock; tookMs: number }> {
   const started = performance.now();
   for (;;) {
     const lock = await attempt();
@@ -162,10 +166,10 @@ describeEachServer('Engine paths', (server) => {
       const a2Promise = a.acquire(key, { heartbeat: false, leaseDuration: 2_000 });
       let bHeldAt: number | undefined;
       let a2HeldWhenBAcquired: boolean | undefined;
-      let a2: Lock | undefined;
+      const seenByB: { a2?: Lock } = {};
       const bDone = b.acquire(key, { leaseDuration: 2_000 }).then(async (lock) => {
         bHeldAt = performance.now();
-        a2HeldWhenBAcquired = a2?.isHeld;
+        a2HeldWhenBAcquired = seenByB.a2?.isHeld;
         await sleep(300);
         await lock.release();
       });
@@ -173,10 +177,9 @@ describeEachServer('Engine paths', (server) => {
       // The hand-over write is applied, but its answer is lost after 600 ms and the SDK's retries fail.
       const faults = injectFaults(a.client);
       faults.failNext('UpdateItem', { kind: 'lost-response', delayMs: 600 }).failNext('UpdateItem', { kind: 'network-error', times: 20 });
-      const handedAt = performance.now();
       await expect(a1.release()).rejects.toThrow(/Injected fault/);
       faults.detach();
-      a2 = await a2Promise;
+      const a2 = (seenByB.a2 = await a2Promise);
       const a2At = performance.now();
       const a2HeldAtResolve = a2.isHeld;
       const bHeldAtA2 = bHeldAt !== undefined && bHeldAt < a2At;

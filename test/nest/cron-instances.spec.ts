@@ -189,7 +189,9 @@ describeEachServer('@Cron + @WithLock({ onBusy: "skip" }) after the holder proce
       expect(runs.filter((run) => run.at > killedAt)).toHaveLength(1);
     } finally {
       for (const child of children.values()) child.kill('SIGKILL');
-      await Promise.all([...children.values()].map((child) => (child.exitCode === null && child.signalCode === null ? once(child, 'exit') : undefined)));
+      await Promise.all(
+        [...children.values()].map((child) => (child.exitCode === null && child.signalCode === null ? once(child, 'exit') : undefined)),
+      );
     }
     // The cron package itself warns when a loaded machine fires a timer late; that line is not ours.
     expect(errors.filter((line) => !line.startsWith('[Cron] Missed execution deadline'))).toEqual([]);
