@@ -37,6 +37,20 @@ function expectOncePerTick(runs: Run[], minTicks: number): void {
   for (let i = 1; i < keys.length; i++) expect(keys[i] - keys[i - 1]).toBe(1);
 }
 
+/** Calls `onRun` for every job run a fixture app process prints (one JSON line each) on stdout. */
+function onRuns(child: ChildProcessWithoutNullStreams, onRun: (run: Run) => void): void {
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) {
+      const event = JSON.parse(line) as { instance: string; at?: number };
+      if (event.at !== undefined) onRun({ instance: event.instance, at: event.at });
+    }
+  });
+}
+
 describeEachServer('@Cron + @WithLock across app instances', (server) => {
   const fixture = new LockFixture(server);
   beforeAll(() => fixture.setup());
@@ -91,16 +105,7 @@ describeEachServer('@Cron + @WithLock across app instances', (server) => {
           env: { ...process.env, INSTANCE: instance, ENDPOINT: server.endpoint, TABLE: fixture.tableName, CRON: EVERY_TWO_SECONDS },
         });
         children.push(child);
-        let buffered = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          buffered += chunk.toString();
-          const lines = buffered.split('\n');
-          buffered = lines.pop() ?? '';
-          for (const line of lines) {
-            const event = JSON.parse(line) as { instance: string; at?: number };
-            if (event.at !== undefined) runs.push({ instance: event.instance, at: event.at });
-          }
-        });
+        onRuns(child, (run) => runs.push(run));
         child.stderr.on('data', (chunk: Buffer) => {
           for (const line of chunk.toString().split('\n').filter(Boolean)) {
             try {
@@ -155,18 +160,9 @@ describeEachServer('@Cron + @WithLock({ onBusy: "skip" }) after the holder proce
           },
         });
         children.set(instance, child);
-        let buffered = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          buffered += chunk.toString();
-          const lines = buffered.split('\n');
-          buffered = lines.pop() ?? '';
-          for (const line of lines) {
-            const event = JSON.parse(line) as { instance: string; at?: number };
-            if (event.at === undefined) continue;
-            const run = { instance: event.instance, at: event.at };
-            runs.push(run);
-            firstRun(run);
-          }
+        onRuns(child, (run) => {
+          runs.push(run);
+          firstRun(run);
         });
         child.stderr.on('data', (chunk: Buffer) => {
           for (const line of chunk.toString().split('\n').filter(Boolean)) if (!line.includes('"level":"debug"')) errors.push(line);
