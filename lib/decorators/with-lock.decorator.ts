@@ -1,5 +1,5 @@
 import { Inject, Optional } from '@nestjs/common';
-import { finalize, isObservable, Observable } from 'rxjs';
+import { isObservable, Observable } from 'rxjs';
 import type { Lock } from '../core/lock';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import {
@@ -10,6 +10,8 @@ import {
   WITH_LOCK_NO_INSTANCE,
   WITH_LOCK_NOT_A_METHOD,
   WITH_LOCK_OPTION_INVALID,
+  WITH_LOCK_RETURN_TYPE,
+  WITH_LOCK_OBSERVABLE_UNDECLARED,
 } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
@@ -31,15 +33,51 @@ const DEFAULT_SKIP_HOLD_MS = 1_000;
 
 type Method = (this: object, ...args: unknown[]) => unknown;
 
+/** A method `@WithLock` can wrap: it returns a Promise or an Observable, as the wrapped method does. */
+export type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown>;
+
+/**
+ * With `onBusy: 'skip'` a skipped call resolves to (or emits) `undefined`: the method's declared
+ * result must allow it (`Promise<void>`, `Promise<Report | undefined>`).
+ */
+type SkipSafe<T> = T extends (...args: never[]) => Promise<infer V> | Observable<infer V>
+  ? undefined extends V
+    ? unknown
+    : SkipUnsafe
+  : unknown;
+
+/** The compile error of a skipping method whose declared result cannot be `undefined`. */
+interface SkipUnsafe {
+  /** Declare the result as `Promise<T | undefined>` (or `Observable<T | undefined>`): a skipped call resolves to `undefined`. */
+  readonly 'onBusy: skip resolves to undefined when skipped: declare Promise<T | undefined>': never;
+}
+
+/** The decorator `@WithLock` returns: only methods returning a Promise or an Observable compile. */
+export type WithLockDecorator = <T extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<T>,
+) => void;
+
+/** The decorator `@WithLock(…, { onBusy: 'skip' })` returns: the method's result must allow `undefined`. */
+export type SkippingWithLockDecorator = <T extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<T> & SkipSafe<T>,
+) => void;
+
 /**
  * Runs the method while holding a lock whose key is built from its arguments: `<0>` is the
  * first argument, `<1.customer.id>` a property of the second. The template is checked when the
  * class is defined, so a bad one fails at start-up.
  *
  * Works on provider and controller methods, including `@Cron`/`@Interval`/`@Timeout` jobs in
- * either decorator order. The method then returns a Promise (or, when declared to return an
- * Observable, an Observable that holds the lock until it completes, errors or is unsubscribed).
- * Inside it, `LockService.current()` returns the lock.
+ * either decorator order. The method must return a Promise (an `async` method) or an Observable
+ * (declared `: Observable<T>`, which then holds the lock until it completes, errors or is
+ * unsubscribed): other methods do not compile, and with decorator metadata fail at class
+ * definition. Inside it, `LockService.current()` returns the lock. With `onBusy: 'skip'`, a
+ * skipped call resolves to `undefined` (an Observable emits `undefined`), so the declared result
+ * must allow it.
  *
  * @example
  * ```ts
@@ -50,10 +88,13 @@ type Method = (this: object, ...args: unknown[]) => unknown;
  * @WithLock('nightly-report', { onBusy: 'skip' })
  * async report() { ... }
  * ```
- * @throws LockValidationError at class definition for a malformed template or one naming a missing argument.
+ * @throws LockValidationError at class definition for a malformed template or one naming a missing
+ *   argument, bad options, or a method declared to return neither a Promise nor an Observable.
  */
-export function WithLock(template: string, options: WithLockOptions = {}): MethodDecorator {
-  return (target, propertyKey, descriptor) => {
+export function WithLock(template: string, options: WithLockOptions & { onBusy: 'skip' }): SkippingWithLockDecorator;
+export function WithLock(template: string, options?: WithLockOptions): WithLockDecorator;
+export function WithLock(template: string, options: WithLockOptions = {}): WithLockDecorator | SkippingWithLockDecorator {
+  return <T extends LockableMethod>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>): void => {
     const className = typeof target === 'function' ? target.name : target.constructor.name;
     const where = `${className}.${String(propertyKey)}`;
     if (typeof target === 'function') throw new LockValidationError(STATIC_METHOD(where));
@@ -64,7 +105,14 @@ export function WithLock(template: string, options: WithLockOptions = {}): Metho
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     const keyTemplate = new LockKeyTemplate(template, where, paramTypes?.length);
     const plan = planOf(options, where);
-    const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
+    const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
+    const returnsObservable = isObservableType(returnType);
+    // With decorator metadata the declared result is known: a lock cannot make a synchronous
+    // method's result synchronous, nor tell an Observable declared through `import type`.
+    const declared = paramTypes !== undefined || Reflect.hasMetadata('design:returntype', target, propertyKey);
+    if (declared && !returnsObservable && returnType !== Promise) {
+      throw new LockValidationError(WITH_LOCK_RETURN_TYPE(where, typeName(returnType)));
+    }
 
     const wrapper = {
       [propertyKey as string](this: object, ...args: unknown[]): unknown {
@@ -75,22 +123,22 @@ export function WithLock(template: string, options: WithLockOptions = {}): Metho
           return runLocked(service, this, original, args, keyTemplate, plan, where, signal);
         };
         if (returnsObservable) return lockedObservable(run);
-        // An Observable returned by a method not declared to return one: release when it ends.
-        return run().then(({ value, release, hold }) =>
-          release && hold && isObservable(value)
-            ? new Observable<unknown>((subscriber) => hold(() => value.subscribe(subscriber))).pipe(finalize(() => void release()))
-            : value,
-        );
+        // Without decorator metadata an Observable result is known only once the method ran: the
+        // caller has a Promise by then, and a Promise of an Observable would fail silently.
+        return run().then(async ({ value, release }) => {
+          if (!isObservable(value)) return value;
+          await release?.();
+          throw new LockValidationError(WITH_LOCK_OBSERVABLE_UNDECLARED(where));
+        });
       },
     }[propertyKey as string];
     Object.defineProperty(wrapper, 'length', { value: original.length });
     copyMetadata(original, wrapper);
-    descriptor.value = wrapper as never;
+    descriptor.value = wrapper as unknown as T;
 
     injectLockService(target);
     const methods = (Reflect.getMetadata(WITH_LOCK_METHODS, target.constructor) as string[] | undefined) ?? [];
     Reflect.defineMetadata(WITH_LOCK_METHODS, [...methods, String(propertyKey)], target.constructor);
-    return descriptor;
   };
 }
 
@@ -254,6 +302,11 @@ function lockedObservable(run: (signal?: AbortSignal) => Promise<Outcome>): Obse
       release?.();
     };
   });
+}
+
+/** A declared type's name for messages (`Number`, `Object` for a type-only import, `void`). */
+function typeName(type: unknown): string {
+  return typeof type === 'function' && type.name ? type.name : 'void or not declared';
 }
 
 function isObservableType(type: unknown): boolean {

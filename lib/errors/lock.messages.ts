@@ -118,8 +118,11 @@ export const LOCK_UNAVAILABLE = (key: string, waitedMs: number | undefined, caus
 export const LOCK_UNAVAILABLE_HTTP = (key: string) =>
   `Lock "${key}" could not be acquired because the lock store is unavailable; retry later.`;
 
-export const REQUEST_TIMED_OUT = (operation: string, tableName: string, ms: number) =>
-  `DynamoDB ${operation} on table "${tableName}" got no answer within ${ms} ms (option requestTimeout); the request was aborted.`;
+/** `lastAttempt`: the error of the SDK's last failed attempt, when it was retrying. */
+export const REQUEST_TIMED_OUT = (operation: string, tableName: string, ms: number, lastAttempt?: unknown) =>
+  lastAttempt === undefined
+    ? `DynamoDB ${operation} on table "${tableName}" got no answer within ${ms} ms (option requestTimeout); the request was aborted.`
+    : `DynamoDB ${operation} on table "${tableName}" did not succeed within ${ms} ms (option requestTimeout): the SDK was still retrying after ${errorText(lastAttempt)}; the request was aborted.`;
 
 export const LOCK_TAKEN = (key: string, holder: string | undefined) =>
   `Lock "${key}" was lost: it is now held by ${holder ? `"${holder}"` : 'another owner'}, who took it over after this holder's lease ran out without a heartbeat.`;
@@ -273,6 +276,12 @@ export const WITH_LOCK_NO_INSTANCE = (where: string) =>
 
 export const STATIC_METHOD = (where: string) =>
   `@WithLock on ${where}: static methods are not supported; decorate an instance method of a provider or controller.`;
+
+export const WITH_LOCK_RETURN_TYPE = (where: string, declared: string) =>
+  `@WithLock on ${where}: the method must return a Promise or an Observable, but is declared to return ${declared}. Make it async (it then returns Promise<T>), or declare \`: Observable<T>\` with Observable imported as a value (\`import { Observable } from 'rxjs'\`, not \`import type\`).`;
+
+export const WITH_LOCK_OBSERVABLE_UNDECLARED = (where: string) =>
+  `@WithLock on ${where}: the method returned an Observable, but without decorator metadata (emitDecoratorMetadata) @WithLock cannot know that before the call, and returned a Promise. Enable emitDecoratorMetadata and declare \`: Observable<T>\`, or return a Promise (e.g. lastValueFrom(...)).`;
 
 export const LOCK_SERVICE_MISSING = (className: string, method?: string) =>
   `${className}${method ? `.${method}` : ''} uses @WithLock, but no LockService is available to it. Import DynamoLockModule.forRoot() (or forRootAsync()) in your root module (it is global unless isGlobal: false; then import it in ${className}'s module), and let Nest create ${className} (do not construct it with new).`;

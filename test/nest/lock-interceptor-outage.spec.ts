@@ -11,7 +11,7 @@ import { describeEachServer } from '../support/servers';
 class JobController {
   @Post(':id/run')
   @WithLock('job-<0>', { wait: false })
-  run(@Param('id') id: string) {
+  async run(@Param('id') id: string) {
     return { ran: id };
   }
 }

@@ -25,6 +25,7 @@ import {
   LockService,
   LockValidationError,
   WithLock,
+  type WithLockOptions,
 } from '../../lib';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
@@ -63,7 +64,7 @@ class InvoiceService {
   }
 
   @WithLock('plain')
-  plainValue(): number {
+  async plainValue(): Promise<number> {
     return 7;
   }
 
@@ -81,21 +82,8 @@ class InvoiceService {
     );
   }
 
-  /** The same, not declared to return an Observable. */
-  @WithLock('invoice-<0>')
-  streamPayUndeclared(id: string): unknown {
-    return this.streamInner(id);
-  }
-
-  private streamInner(id: string): Observable<string> {
-    return timer(5).pipe(
-      switchMap(() => from(this.pay(id, 1))),
-      map(() => `${this.locks.current()?.key}`),
-    );
-  }
-
   @WithLock('skip-<0>', { onBusy: 'skip', holdAtLeast: 0 })
-  async skippable(id: string): Promise<string> {
+  async skippable(id: string): Promise<string | undefined> {
     await sleep(200);
     return `ran ${id}`;
   }
@@ -239,8 +227,6 @@ describeEachServer('@WithLock', (server) => {
     const service = app.get(InvoiceService);
     const started = performance.now();
     expect(await lastValueFrom(service.streamPay('o1'))).toBe('invoice-o1 invoice-o1');
-    const undeclared = (await service.streamPayUndeclared('o2')) as Observable<string>;
-    expect(await lastValueFrom(undeclared)).toBe('invoice-o2');
     // The nested call did not wait for its caller's lock (10 s of waiting, then busy).
     expect(performance.now() - started).toBeLessThan(3_000);
   });
@@ -331,7 +317,7 @@ describe('@WithLock at start-up', () => {
     try {
       class Broken {
         @WithLock('invoice-<1>')
-        pay(id: string) {
+        async pay(id: string) {
           return id;
         }
       }
@@ -347,7 +333,7 @@ describe('@WithLock at start-up', () => {
     expect(() => {
       class Broken {
         @WithLock('invoice-<id>')
-        pay(id: string) {
+        async pay(id: string) {
           return id;
         }
       }
@@ -385,7 +371,7 @@ describe('@WithLock at start-up', () => {
   it('rejects bad options when the class is defined, naming the method and the option', () => {
     const define = (options: Record<string, unknown>) => () => {
       class Job {
-        @WithLock('job', options as never)
+        @WithLock('job', options as WithLockOptions)
         async run() {
           return 1;
         }
@@ -401,9 +387,62 @@ describe('@WithLock at start-up', () => {
     expect(define({ wait: 0, leaseDuration: '1m', onBusy: 'skip', heartbeat: false, holdAtLeast: 0 })).not.toThrow();
   });
 
+  it('rejects, when the class is defined, a method declared to return neither a Promise nor an Observable', () => {
+    const defineSync = () => {
+      class Calculator {
+        // @ts-expect-error a synchronous result cannot stay synchronous under a lock
+        @WithLock('calc')
+        add(a: number, b: number): number {
+          return a + b;
+        }
+      }
+      return Calculator;
+    };
+    expect(defineSync).toThrow(LockValidationError);
+    expect(defineSync).toThrow(
+      /Calculator\.add: the method must return a Promise or an Observable, but is declared to return Number\. Make it async/,
+    );
+    const defineUnknown = () => {
+      class Streams {
+        // @ts-expect-error an Observable hidden behind `unknown` would become a Promise of an Observable
+        @WithLock('streams')
+        feed(): unknown {
+          return timer(1);
+        }
+      }
+      return Streams;
+    };
+    expect(defineUnknown).toThrow(/Streams\.feed: .*declared to return Object/);
+  });
+
+  it('without decorator metadata, rejects an Observable result instead of resolving to it, and releases', async () => {
+    // Plain JavaScript (or a compiler without emitDecoratorMetadata): nothing tells the result's kind.
+    class Feed {
+      constructor(readonly locks: LockService) {}
+      stream(id: string): Observable<string> {
+        return timer(1).pipe(map(() => `${id} ${this.locks.current()?.key}`));
+      }
+    }
+    const descriptor = Object.getOwnPropertyDescriptor(Feed.prototype, 'stream')!;
+    WithLock('feed-<0>')(Feed.prototype, 'stream', descriptor as TypedPropertyDescriptor<(id: string) => Observable<string>>);
+    Object.defineProperty(Feed.prototype, 'stream', descriptor);
+    Reflect.decorate([Injectable(), Reflect.metadata('design:paramtypes', [LockService])], Feed);
+    const moduleRef = await Test.createTestingModule({ imports: [DynamoLockModule.forTesting()], providers: [Feed] }).compile();
+    await moduleRef.init();
+    try {
+      const result: unknown = moduleRef.get(Feed).stream('f1');
+      expect(result).toBeInstanceOf(Promise);
+      await expect(result).rejects.toThrow(/Feed\.stream: the method returned an Observable, but without decorator metadata/);
+      expect(moduleRef.get(LockService).heldCount).toBe(0);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
   it('rejects a getter when the class is defined, and a call without its instance with a named error', async () => {
     expect(() => {
       class Broken {
+        // @ts-expect-error a getter is not a method
         @WithLock('x')
         get value() {
           return 1;

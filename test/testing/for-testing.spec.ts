@@ -56,7 +56,7 @@ class InvoiceService {
   }
 
   @WithLock('monthly-report', { onBusy: 'skip', holdAtLeast: 0 })
-  async report(): Promise<string> {
+  async report(): Promise<string | undefined> {
     this.reports++;
     return 'report done';
   }
