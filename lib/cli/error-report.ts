@@ -1,6 +1,13 @@
 import { inspect } from 'node:util';
 import { CommanderError } from 'commander';
-import { LockBusyError, LockConfigurationError, LockLostError, LockTableError, LockValidationError } from '../errors/lock.errors';
+import {
+  LockBusyError,
+  LockConfigurationError,
+  LockLostError,
+  LockTableError,
+  LockValidationError,
+  LockUnavailableError,
+} from '../errors/lock.errors';
 import { connectionProblem } from '../store/transient-error';
 import {
   AWS_ERROR,
@@ -44,6 +51,8 @@ export function classifyError(error: unknown, context: ErrorContext = {}): Error
   if (error instanceof LockBusyError) return { exitCode: ExitCode.busy, message: error.message };
   if (error instanceof LockValidationError) return { exitCode: ExitCode.usage, message: error.message };
   if (error instanceof LockLostError) return { exitCode: ExitCode.lost, message: error.message };
+  // An outage while taking a lock: said as the library says it (no answer showed a holder).
+  if (error instanceof LockUnavailableError) return { exitCode: ExitCode.infrastructure, message: error.message };
   // The table check words SDK failures for the library's options; the CLI says them its own way
   // (--endpoint, --region, --profile), as for every other command.
   if (error instanceof LockConfigurationError && !(error instanceof LockTableError) && isSdkFailure(error.cause)) {

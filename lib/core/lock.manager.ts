@@ -117,6 +117,8 @@ export class LockManager implements LockHost, AcquisitionHost {
    * Acquires a lock, waiting up to `options.wait` while another owner holds it.
    * An uncontended acquisition is one conditional write.
    * @throws LockBusyError when the lock stays busy for the whole wait (or at once with `wait: false`).
+   * @throws LockUnavailableError when DynamoDB failed or did not answer in time and no answer showed
+   *   another holder (an outage, not contention), by the wait plus one request limit.
    * @throws LockValidationError for a bad key, duration or data, before any request.
    * @throws the signal's reason when `options.signal` aborts.
    */
@@ -139,8 +141,10 @@ export class LockManager implements LockHost, AcquisitionHost {
   }
 
   /**
-   * One attempt: the lock, or `null` when another owner holds it.
-   * @throws LockValidationError for bad input; DynamoDB errors other than a busy lock.
+   * One attempt: the lock, or `null` when another owner holds it. Settles within one request limit.
+   * A holder whose record this process has seen unchanged for a whole lease is taken over.
+   * @throws LockUnavailableError when DynamoDB failed or did not answer in time.
+   * @throws LockValidationError for bad input, before any request.
    */
   async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
     try {
