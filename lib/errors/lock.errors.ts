@@ -17,8 +17,9 @@ export interface LockHolder {
 }
 
 /**
- * Thrown by `acquire()` when the lock could not be taken within `wait`
- * (or at the single attempt when `wait: false`). Maps to HTTP 409 in `LockInterceptor`.
+ * Thrown by `acquire()` when the lock could not be taken within `wait` (or at the single attempt
+ * when `wait: false`) because an answer showed another holder, or a caller of this process holds
+ * the key or is ahead for it; an outage is a {@link LockUnavailableError}. Maps to HTTP 409 in `LockInterceptor`.
  */
 export class LockBusyError extends DynamoLockError {
   constructor(

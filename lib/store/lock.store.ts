@@ -420,17 +420,35 @@ export class LockStore implements LockStorePort {
     const limitMs = this.options.requestTimeoutMs;
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
+    // The error of the SDK's last failed attempt: the time-out's cause when the SDK was retrying.
+    let lastAttempt: unknown;
     const timedOut = new Promise<never>((_, reject) => {
       if (limitMs === undefined || !Number.isFinite(limitMs)) return;
       timer = setTimeout(() => {
-        const error = Object.assign(new Error(REQUEST_TIMED_OUT(operation, this.options.tableName, limitMs)), { name: 'TimeoutError' });
+        const message = REQUEST_TIMED_OUT(operation, this.options.tableName, limitMs, lastAttempt);
+        const error = Object.assign(new Error(message, lastAttempt === undefined ? undefined : { cause: lastAttempt }), {
+          name: 'TimeoutError',
+        });
         controller.abort(error);
         reject(error);
       }, limitMs);
     });
+    // The client and the middleware stack have one overload per command, and none for the union.
+    const sdkCommand = command as UpdateItemCommand;
+    // Inside the SDK's retry loop, so it sees each attempt (on this command only).
+    sdkCommand.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          lastAttempt = error;
+          throw error;
+        }
+      },
+      { step: 'finalizeRequest', priority: 'normal', name: 'dynamoLockLastAttempt' },
+    );
     try {
-      // The client has one overload per command, and none for the union.
-      const sent = this.client.send(command as UpdateItemCommand, { abortSignal: controller.signal });
+      const sent = this.client.send(sdkCommand, { abortSignal: controller.signal });
       return await Promise.race([sent, timedOut]);
     } catch (error) {
       // The SDK's own abort error, when it noticed the signal first, is our timeout.
