@@ -2,10 +2,13 @@ import { LockValidationError } from '../errors/lock.errors';
 import {
   TEMPLATE_ADJACENT_PLACEHOLDERS,
   TEMPLATE_ARGUMENT_MISSING,
+  TEMPLATE_BLANK,
   TEMPLATE_EMPTY,
+  TEMPLATE_FOREIGN_PLACEHOLDER,
   TEMPLATE_MALFORMED,
   TEMPLATE_NOT_WELL_FORMED,
   TEMPLATE_PERCENT_SEPARATOR,
+  TEMPLATE_VALUE_BLANK,
   TEMPLATE_VALUE_EMPTY,
   TEMPLATE_VALUE_INVALID_DATE,
   TEMPLATE_VALUE_MISSING,
@@ -16,6 +19,13 @@ type Part = { text: string } | { arg: number; path: string[]; source: string };
 
 const PLACEHOLDER = /<([^<>]*)>/g;
 const PLACEHOLDER_BODY = /^(\d+)((?:\.[A-Za-z_$][\w$]*)*)$/;
+/**
+ * Placeholders of other templating syntaxes, which this one would keep as literal text: a number,
+ * a name or a property path in braces (`{0}`, `{id}`, `{0.customer.id}`), also as `${...}`,
+ * `#{...}` or `{{...}}`, empty braces `{}`, and printf's `%s`, `%d`, `%i`.
+ */
+const FOREIGN_PLACEHOLDER =
+  /[$#]?\{\{?\s*(?:(?:(?<index>\d+)|(?<name>[A-Za-z_$][\w$]*))(?<path>(?:\.[A-Za-z_$][\w$]*)*))?\s*\}\}?|%[sdi](?![A-Za-z0-9])/g;
 
 /**
  * A parsed `@WithLock` key template such as `'invoice-<0>'` or `'order-<1.customer.id>'`.
@@ -33,7 +43,9 @@ export class LockKeyTemplate {
    * @param where `Class.method`, for error messages.
    * @param parameterCount how many arguments the method declares; placeholders beyond it are rejected
    *   (not checked when unknown).
-   * @throws LockValidationError for a malformed template or one naming a missing argument.
+   * @throws LockValidationError for a malformed or blank template, one naming a missing argument, or
+   *   one written in another templating syntax (`'invoice-{0}'`, `'invoice-${id}'`, `'invoice-%s'`),
+   *   whatever the method's parameters: such text is never a placeholder, and never a useful literal.
    */
   constructor(
     readonly template: string,
@@ -42,8 +54,10 @@ export class LockKeyTemplate {
   ) {
     if (typeof template !== 'string' || template.length === 0) throw new LockValidationError(TEMPLATE_EMPTY(where));
     if (!template.isWellFormed()) throw new LockValidationError(TEMPLATE_NOT_WELL_FORMED(where, template));
+    if (template.trim().length === 0) throw new LockValidationError(TEMPLATE_BLANK(where, template));
     this.parts = parse(template, where);
     const placeholders = this.parts.filter((p) => 'arg' in p);
+    rejectForeignPlaceholders(this.parts, template, where, parameterCount);
     for (const p of placeholders) {
       if (parameterCount !== undefined && p.arg >= parameterCount)
         throw new LockValidationError(TEMPLATE_ARGUMENT_MISSING(where, template, p.source, parameterCount));
@@ -90,6 +104,8 @@ export class LockKeyTemplate {
       text = String(value);
     } else throw new LockValidationError(TEMPLATE_VALUE_OBJECT(this.where, this.template, part.source));
     if (text.length === 0) throw new LockValidationError(TEMPLATE_VALUE_EMPTY(this.where, this.template, part.source));
+    // As `toStoredKey` rejects a blank key: a blank value is an unset field, not an identity.
+    if (text.trim().length === 0) throw new LockValidationError(TEMPLATE_VALUE_BLANK(this.where, this.template, part.source, text));
     return text;
   }
 
@@ -118,6 +134,35 @@ function parse(template: string, where: string): Part[] {
     }
   }
   return parts;
+}
+
+/**
+ * Rejects placeholders of another templating syntax in the fixed text. With parameters and no `<N>`,
+ * they would make every call share one key; mixed with `<N>`, or on a method without parameters,
+ * they are as surely a mistake. The error suggests the template with `<N>` where it can.
+ */
+function rejectForeignPlaceholders(parts: readonly Part[], template: string, where: string, parameterCount: number | undefined): void {
+  const found = parts.flatMap((part) => ('text' in part ? [...part.text.matchAll(FOREIGN_PLACEHOLDER)] : []));
+  if (found.length === 0) return;
+  // `{}` and `%s` take the arguments in order, after those the template names already.
+  let next = Math.max(-1, ...parts.map((part) => ('arg' in part ? part.arg : -1))) + 1;
+  let positional = true;
+  const rewritten = template.replace(FOREIGN_PLACEHOLDER, (source: string, ...rest: unknown[]) => {
+    const groups = rest.at(-1) as { index?: string; name?: string; path?: string };
+    if (groups.index !== undefined) return `<${groups.index}${groups.path ?? ''}>`;
+    if (groups.name === undefined) return `<${next++}>`; // `{}`, `%s`
+    positional = false; // a name: its position is not known here
+    return source;
+  });
+  let fixed: string | undefined;
+  try {
+    if (positional) fixed = new LockKeyTemplate(rewritten, where, parameterCount).template;
+  } catch {
+    // The rewrite is not valid either (adjacent placeholders, a missing argument): no suggestion.
+  }
+  const constantKey = parameterCount !== 0 && parts.every((part) => 'text' in part);
+  const sources = found.map((match) => match[0]);
+  throw new LockValidationError(TEMPLATE_FOREIGN_PLACEHOLDER(where, template, sources, fixed, constantKey));
 }
 
 function percentEncode(ch: string): string {

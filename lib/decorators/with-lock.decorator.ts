@@ -4,32 +4,24 @@ import type { Lock } from '../core/lock';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import {
   LOCK_SERVICE_MISSING,
-  SKIPPED_BUSY,
   STATIC_METHOD,
-  UNKNOWN_OPTION,
   WITH_LOCK_NO_INSTANCE,
   WITH_LOCK_NOT_A_METHOD,
-  WITH_LOCK_OPTION_INVALID,
   WITH_LOCK_RETURN_TYPE,
   WITH_LOCK_OBSERVABLE_UNDECLARED,
 } from '../errors/lock.messages';
-import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/abortable-sleep';
-import { resolveWait } from '../core/lock-options.resolver';
-import { closestName } from '../utils/closest-name';
-import { parseDuration, parseLease } from '../utils/duration';
 import { copyMetadata } from './copy-metadata';
 import { LockKeyTemplate } from './lock-key.template';
+import { planOf, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.plan';
 
 /** Property under which Nest injects the `LockService` into classes that use `@WithLock`. */
 export const LOCK_SERVICE_PROPERTY = Symbol('nestjs-dynamo-lock:lock-service');
 
 /** Class metadata: the names of the methods decorated with `@WithLock`. */
 export const WITH_LOCK_METHODS = 'nestjs-dynamo-lock:with-lock-methods';
-
-const DEFAULT_SKIP_HOLD_MS = 1_000;
 
 type Method = (this: object, ...args: unknown[]) => unknown;
 
@@ -109,7 +101,7 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     const returnsObservable = isObservableType(returnType);
     // With decorator metadata the declared result is known: a lock cannot make a synchronous
     // method's result synchronous, nor tell an Observable declared through `import type`.
-    const declared = paramTypes !== undefined || Reflect.hasMetadata('design:returntype', target, propertyKey);
+    const declared = Reflect.hasMetadata('design:returntype', target, propertyKey);
     if (declared && !returnsObservable && returnType !== Promise) {
       throw new LockValidationError(WITH_LOCK_RETURN_TYPE(where, typeName(returnType)));
     }
@@ -120,7 +112,7 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
         const service = (this as Record<symbol, LockService | undefined>)[LOCK_SERVICE_PROPERTY];
         const run = async (signal?: AbortSignal) => {
           if (!service) throw new LockConfigurationError(LOCK_SERVICE_MISSING(this.constructor.name, String(propertyKey)));
-          return runLocked(service, this, original, args, keyTemplate, plan, where, signal);
+          return runLocked(service, this, original, args, keyTemplate, plan, signal);
         };
         if (returnsObservable) return lockedObservable(run);
         // Without decorator metadata an Observable result is known only once the method ran: the
@@ -134,73 +126,13 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     }[propertyKey as string];
     Object.defineProperty(wrapper, 'length', { value: original.length });
     copyMetadata(original, wrapper);
+    // Read at boot, to fit `holdAtLeast` to the method's schedule.
+    Reflect.defineMetadata(WITH_LOCK_PLAN, plan, wrapper);
     descriptor.value = wrapper as unknown as T;
 
     injectLockService(target);
     const methods = (Reflect.getMetadata(WITH_LOCK_METHODS, target.constructor) as string[] | undefined) ?? [];
     Reflect.defineMetadata(WITH_LOCK_METHODS, [...methods, String(propertyKey)], target.constructor);
-  };
-}
-
-interface Plan {
-  skip: boolean;
-  holdAtLeastMs: number;
-  acquire: Omit<AcquireOptions, 'data' | 'signal'>;
-  data: WithLockOptions['data'];
-}
-
-/** Every option of `@WithLock` (the compiler keeps it complete). */
-const WITH_LOCK_OPTION_NAMES = Object.keys({
-  wait: true,
-  leaseDuration: true,
-  heartbeat: true,
-  onBusy: true,
-  holdAtLeast: true,
-  data: true,
-} satisfies Record<keyof WithLockOptions, true>);
-
-/**
- * Checks the options when the class is defined, so a bad one fails at start-up.
- * @throws LockValidationError naming the method and the option.
- */
-function planOf(options: WithLockOptions, where: string): Plan {
-  if (options === null || typeof options !== 'object')
-    throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'options', 'an object', options));
-  for (const name of Object.keys(options)) {
-    if (!WITH_LOCK_OPTION_NAMES.includes(name)) {
-      throw new LockValidationError(
-        UNKNOWN_OPTION(`@WithLock on ${where}`, name, closestName(name, WITH_LOCK_OPTION_NAMES), WITH_LOCK_OPTION_NAMES),
-      );
-    }
-  }
-  const { onBusy = 'throw', holdAtLeast, data, ...acquire } = options;
-  if (onBusy !== 'throw' && onBusy !== 'skip')
-    throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'onBusy', "'throw' or 'skip'", onBusy));
-  if (acquire.heartbeat !== undefined && typeof acquire.heartbeat !== 'boolean') {
-    throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'heartbeat', 'true or false', acquire.heartbeat));
-  }
-  const checked = <T>(read: () => T): T => {
-    try {
-      return read();
-    } catch (error) {
-      throw new LockValidationError(`@WithLock on ${where}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
-  };
-  if (acquire.wait !== undefined) checked(() => resolveWait(acquire.wait!));
-  if (acquire.leaseDuration !== undefined) checked(() => parseLease(acquire.leaseDuration));
-  const skip = onBusy === 'skip';
-  return {
-    skip,
-    holdAtLeastMs:
-      holdAtLeast === undefined
-        ? skip
-          ? DEFAULT_SKIP_HOLD_MS
-          : 0
-        : holdAtLeast === 0
-          ? 0
-          : checked(() => parseDuration(holdAtLeast, 'holdAtLeast')),
-    acquire: { ...acquire, wait: acquire.wait ?? (skip ? false : undefined) },
-    data,
   };
 }
 
@@ -216,8 +148,7 @@ async function runLocked(
   original: Method,
   args: unknown[],
   template: LockKeyTemplate,
-  plan: Plan,
-  where: string,
+  plan: WithLockPlan,
   signal?: AbortSignal,
 ): Promise<Outcome> {
   const key = template.render(args);
@@ -227,7 +158,7 @@ async function runLocked(
     lock = await service.acquire(key, { ...plan.acquire, data, signal });
   } catch (error) {
     if (plan.skip && error instanceof LockBusyError) {
-      service.options.logger.debug?.(SKIPPED_BUSY(where, key, error.holder?.owner));
+      plan.skips.skipped(service.options.logger, key, error.holder?.owner);
       return { value: undefined };
     }
     throw error;
@@ -320,4 +251,28 @@ function injectLockService(prototype: object): void {
   Reflect.defineMetadata(LOCK_SERVICE_PROPERTY, true, ctor);
   Inject(LockService)(prototype, LOCK_SERVICE_PROPERTY);
   Optional()(prototype, LOCK_SERVICE_PROPERTY);
+  checkAtBoot(prototype);
+}
+
+/**
+ * Fails the boot, naming the class, when Nest created it without a `LockService`: also in an app
+ * that imports no `DynamoLockModule` at all (whose own check then never runs). Nest calls
+ * `onModuleInit` of every provider and controller it creates at boot; the class's own hook (or
+ * its parent's) runs right after the check.
+ */
+function checkAtBoot(prototype: object): void {
+  const own = Object.getOwnPropertyDescriptor(prototype, 'onModuleInit')?.value as Method | undefined;
+  const name = prototype.constructor.name;
+  Object.defineProperty(prototype, 'onModuleInit', {
+    configurable: true,
+    writable: true,
+    value: function onModuleInit(this: object, ...args: unknown[]): unknown {
+      if (!(this as Record<symbol, unknown>)[LOCK_SERVICE_PROPERTY]) {
+        const methods = (Reflect.getMetadata(WITH_LOCK_METHODS, this.constructor) as string[] | undefined) ?? [];
+        throw new LockConfigurationError(LOCK_SERVICE_MISSING(this.constructor.name || name, methods[0]));
+      }
+      const next = own ?? (Reflect.get(Object.getPrototypeOf(prototype) as object, 'onModuleInit') as Method | undefined);
+      return next?.apply(this, args);
+    },
+  });
 }

@@ -12,6 +12,9 @@ export const INVALID_DURATION = (name: string, value: unknown, reason?: string) 
 
 export const EMPTY_KEY = () => `Lock key must be a non-empty string.`;
 
+export const KEY_BLANK = (key: string) =>
+  `Lock key must contain more than whitespace; got ${visible(key)}. A blank key usually means an unset field (a form input, an environment variable): check the value the key is built from.`;
+
 export const KEY_NOT_STRING = (value: unknown) => `Lock key must be a string; got ${describe(value)}.`;
 
 export const KEY_NOT_WELL_FORMED = (key: string) =>
@@ -227,6 +230,11 @@ export function describe(value: unknown): string {
   }
 }
 
+/** A string with its invisible characters escaped (`"\t"`, `"\u00a0"`), for whitespace-only values. */
+function visible(text: string): string {
+  return JSON.stringify(truncate(text)).replace(/[^\x20-\x7e]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function truncate(text: string, max = 120): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
@@ -265,6 +273,26 @@ export const TEMPLATE_VALUE_OBJECT = (where: string, template: string, placehold
 export const TEMPLATE_VALUE_EMPTY = (where: string, template: string, placeholder: string) =>
   `@WithLock('${template}') on ${where}: ${placeholder} is an empty string in this call, so the key would not identify anything.`;
 
+export const TEMPLATE_VALUE_BLANK = (where: string, template: string, placeholder: string, value: string) =>
+  `@WithLock('${template}') on ${where}: ${placeholder} is only whitespace (${visible(value)}) in this call, so the key would not identify anything.`;
+
+export const TEMPLATE_BLANK = (where: string, template: string) =>
+  `@WithLock on ${where}: the key template ${visible(template)} is only whitespace, which no lock key may be. ${TEMPLATE_HELP}`;
+
+/**
+ * `found`: another templating syntax's placeholders; `fixed`: the template rewritten with `<N>`
+ * placeholders, when each names an argument by position; `constantKey`: the method has arguments
+ * but the template uses none.
+ */
+export const TEMPLATE_FOREIGN_PLACEHOLDER = (
+  where: string,
+  template: string,
+  found: readonly string[],
+  fixed: string | undefined,
+  constantKey: boolean,
+) =>
+  `@WithLock('${template}') on ${where}: ${found.map((f) => `"${f}"`).join(', ')} ${found.length === 1 ? 'is not a placeholder' : 'are not placeholders'} here: the key would contain ${found.length === 1 ? 'it' : 'them'} literally${constantKey ? ', so every call would wait for the same lock' : ''}. ${fixed ? `Write '${fixed}'. ` : 'Name the argument by its position instead. '}${TEMPLATE_HELP} Braces around a number or a name, and %s, %d or %i, are not allowed as literal text in a template; use other characters, or call LockService.withLock() with the key.`;
+
 export const WITH_LOCK_OPTION_INVALID = (where: string, name: string, expected: string, value: unknown) =>
   `@WithLock on ${where}: option "${name}" must be ${expected}; got ${describe(value)}.`;
 
@@ -287,4 +315,10 @@ export const LOCK_SERVICE_MISSING = (className: string, method?: string) =>
   `${className}${method ? `.${method}` : ''} uses @WithLock, but no LockService is available to it. Import DynamoLockModule.forRoot() (or forRootAsync()) in your root module (it is global unless isGlobal: false; then import it in ${className}'s module), and let Nest create ${className} (do not construct it with new).`;
 
 export const SKIPPED_BUSY = (where: string, key: string, holder: string | undefined) =>
-  `Skipped ${where}: lock "${key}" is held by ${holder ? `"${holder}"` : 'another owner'}.`;
+  `Skipped ${where}: lock "${key}" is held by ${holder ? `"${holder}"` : 'another owner'} (further skips are counted, one line a minute).`;
+
+export const SKIPPED_BUSY_AGAIN = (where: string, key: string, count: number, seconds: number, holder: string | undefined) =>
+  `Skipped ${where} ${count} more time${count === 1 ? '' : 's'} in ${seconds} s: lock "${key}" was held by ${holder ? `"${holder}"` : 'another owner'} last.`;
+
+export const HOLD_AT_LEAST_REACHES_PERIOD = (where: string, holdMs: number, periodMs: number) =>
+  `@WithLock on ${where}: holdAtLeast (${holdMs} ms) reaches the period of its schedule (${periodMs} ms), so the next tick would find the lock still held and be skipped on every instance. Use at most half the period (${Math.floor(periodMs / 2)} ms), or leave holdAtLeast out: it is then derived from the schedule.`;

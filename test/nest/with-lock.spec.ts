@@ -498,9 +498,13 @@ describe('@WithLock at start-up', () => {
     await app.close();
   });
 
-  it('names the class at the first call when no DynamoLockModule exists at all', async () => {
+  it('fails the boot naming the class when no DynamoLockModule exists at all (and, before boot, the first call)', async () => {
+    let ownInitRan = false;
     @Injectable()
     class Orphan {
+      onModuleInit() {
+        ownInitRan = true;
+      }
       @WithLock('orphan')
       async run() {
         return 1;
@@ -508,6 +512,51 @@ describe('@WithLock at start-up', () => {
     }
     const moduleRef = await Test.createTestingModule({ providers: [Orphan] }).compile();
     await expect(moduleRef.get(Orphan).run()).rejects.toThrow(/^Orphan\.run uses @WithLock, but no LockService is available/);
+    await expect(moduleRef.init()).rejects.toThrow(/^Orphan\.run uses @WithLock, but no LockService is available/);
+    expect(ownInitRan).toBe(false);
     await moduleRef.close();
+  });
+
+  it("runs a class's own onModuleInit after the check when a LockService is there", async () => {
+    let ownInitRan = false;
+    @Injectable()
+    class Hooked {
+      onModuleInit() {
+        ownInitRan = true;
+      }
+      @WithLock('hooked')
+      async run() {
+        return 1;
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [DynamoLockModule.forTesting()], providers: [Hooked] }).compile();
+    await moduleRef.init();
+    expect(ownInitRan).toBe(true);
+    await moduleRef.close();
+  });
+
+  it('rejects at boot a holdAtLeast that reaches the period of the @Interval or @Cron schedule, naming the method', async () => {
+    @Injectable()
+    class EverySecond {
+      @Interval(1_000)
+      @WithLock('every-second', { onBusy: 'skip', holdAtLeast: '1s' })
+      async tick() {}
+    }
+    @Injectable()
+    class EveryTwoSeconds {
+      @WithLock('every-two', { onBusy: 'skip', holdAtLeast: '3s' })
+      @Cron('*/2 * * * * *')
+      async tick() {}
+    }
+    for (const [job, pattern] of [
+      [EverySecond, /EverySecond\.tick: holdAtLeast \(1000 ms\) reaches the period of its schedule \(1000 ms\)/],
+      [EveryTwoSeconds, /EveryTwoSeconds\.tick: holdAtLeast \(3000 ms\) reaches the period of its schedule \(2000 ms\)/],
+    ] as const) {
+      const moduleRef = await Test.createTestingModule({ imports: [DynamoLockModule.forTesting()], providers: [job] }).compile();
+      const init = moduleRef.init();
+      await expect(init).rejects.toThrow(LockConfigurationError);
+      await expect(init).rejects.toThrow(pattern);
+      await moduleRef.close();
+    }
   });
 });
