@@ -1,9 +1,14 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { MAX_ITEM_BYTES } from '../utils/lock-key.validation';
 import { randomToken } from '../utils/random-token';
-import type { LockRecord } from './lock-record';
+import { ATTR, type LockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
 import { type AcquireWrite, CLAIM_LEASE_MS, type QueueWrite, queuedData, type WriteResult } from './lock.store';
 
-/** A waiter in an item's queue, as the DynamoDB store writes it (every attribute present). */
+/**
+ * A waiter in an item's queue, as the DynamoDB store writes it (every attribute present). Here and
+ * in {@link StoredItem}, field names are the item's attribute names ({@link ATTR}), checked below.
+ */
 interface StoredWaiter {
   token: string;
   owner: string;
@@ -22,16 +27,34 @@ interface StoredItem {
   acquiredAt?: number;
   updatedAt?: number;
   data?: string;
-  released?: string;
+  releasedToken?: string;
   lastHoldMs?: number;
+  /** Epoch seconds, as the DynamoDB store writes it with the default `ttlDays` (2); counts toward the size. */
+  ttl?: number;
   queue?: StoredWaiter[];
   /** The `queued` string set; DynamoDB has no empty sets, so never empty here either. */
   queued?: string[];
 }
 
-/** Thrown for a request DynamoDB would reject as malformed (e.g. a negative queue index). */
+/** Compile-time check: every stored field is named as the DynamoDB store names the attribute. */
+type NotAnAttribute = Exclude<keyof StoredItem | keyof StoredWaiter, (typeof ATTR)[keyof typeof ATTR]>;
+const FIELDS_ARE_ATTRIBUTES: [NotAnAttribute] extends [never] ? true : never = true;
+void FIELDS_ARE_ATTRIBUTES;
+
+/** Days the DynamoDB store keeps an item after its last write by default (`ttlDays`). */
+const DEFAULT_TTL_DAYS = 2;
+
+/** DynamoDB's answer (also DynamoDB Local's) to an `UpdateItem` whose item would exceed 400 KB. */
+const ITEM_TOO_LARGE = 'Item size to update has exceeded the maximum allowed size';
+
+/**
+ * Thrown for a request DynamoDB would reject as invalid (a negative queue index, an item over
+ * 400 KB), shaped like the SDK's `ValidationException`: a client error, HTTP 400, never retried.
+ */
 class MemoryStoreValidationError extends Error {
   override readonly name = 'ValidationException';
+  readonly $fault = 'client';
+  readonly $metadata = { httpStatusCode: 400 };
 }
 
 /**
@@ -42,8 +65,10 @@ class MemoryStoreValidationError extends Error {
  * including its quirks: a write that takes ownership without moving the queue is re-applicable by
  * the same token (`OR #token = :token`), a failed write reports the record as it was (what
  * `ReturnValuesOnConditionCheckFailure: ALL_OLD` returns), `enqueue` and `leave` keep the record
- * version, and a release keeps the fencing counter. Leases are not enforced by the store (they are
- * not in DynamoDB either): a holder that stops heartbeating is taken over by waiters that watched
+ * version, and a release keeps the fencing counter. A write that would make an item larger than
+ * DynamoDB's 400 KB (counted as DynamoDB counts it, over the attributes the DynamoDB store writes)
+ * fails with DynamoDB's `ValidationException`, changing nothing. Leases are not enforced by the
+ * store (they are not in DynamoDB either): a holder that stops heartbeating is taken over by waiters that watched
  * its record version for a whole lease.
  *
  * Records are copied in and out, so callers never share state with the store. Each call answers
@@ -108,7 +133,8 @@ export class MemoryLockStore implements LockStorePort {
         updatedAt: now,
         fence: (item.fence ?? now * 1000) + 1,
         data: w.data,
-        released: undefined,
+        releasedToken: undefined,
+        ttl: ttlOf(now, w.leaseMs),
       };
       const dropped: string[] = [];
       if (w.condition.kind === 'handover') dropped.push(w.condition.fromToken);
@@ -148,23 +174,33 @@ export class MemoryLockStore implements LockStorePort {
     return result.ok ? { ok: true, record: toRecord({ key }) } : result;
   }
 
-  async heartbeat(key: string, token: string, leaseMs: number | undefined, _ttlLeaseMs?: number, data?: string): Promise<WriteResult> {
+  async heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs = leaseMs ?? 0, data?: string): Promise<WriteResult> {
     await tick();
     return this.update(key, (item) => {
       if (item.token !== token) return undefined;
-      return { ...item, rvn: randomToken(), updatedAt: Date.now(), leaseMs: leaseMs ?? item.leaseMs, data: data ?? item.data };
-    });
-  }
-
-  async release(key: string, token: string, _leaseMs: number, heldMs?: number): Promise<boolean> {
-    await tick();
-    const result = this.update(key, (item) => {
-      if (item.token !== token) return undefined;
+      const now = Date.now();
       return {
         ...item,
         rvn: randomToken(),
-        released: token,
-        updatedAt: Date.now(),
+        updatedAt: now,
+        leaseMs: leaseMs ?? item.leaseMs,
+        data: data ?? item.data,
+        ttl: ttlOf(now, ttlLeaseMs),
+      };
+    });
+  }
+
+  async release(key: string, token: string, leaseMs: number, heldMs?: number): Promise<boolean> {
+    await tick();
+    const result = this.update(key, (item) => {
+      if (item.token !== token) return undefined;
+      const now = Date.now();
+      return {
+        ...item,
+        rvn: randomToken(),
+        releasedToken: token,
+        updatedAt: now,
+        ttl: ttlOf(now, leaseMs),
         lastHoldMs: heldMs === undefined ? item.lastHoldMs : Math.max(0, Math.round(heldMs)),
         token: undefined,
         owner: undefined,
@@ -176,7 +212,7 @@ export class MemoryLockStore implements LockStorePort {
     return result.ok || (!result.ok && result.current?.released === token && result.current.token === undefined);
   }
 
-  async promote(key: string, token: string, _leaseMs: number, heldMs?: number): Promise<WriteResult> {
+  async promote(key: string, token: string, leaseMs: number, heldMs?: number): Promise<WriteResult> {
     await tick();
     return this.update(key, (item) => {
       const head = item.queue?.[0];
@@ -193,10 +229,11 @@ export class MemoryLockStore implements LockStorePort {
         leaseMs: head.leaseMs,
         data: head.data,
         rvn: randomToken(),
-        released: token,
+        releasedToken: token,
         lastHoldMs: heldMs === undefined ? item.lastHoldMs : Math.max(0, Math.round(heldMs)),
         acquiredAt: now,
         updatedAt: now,
+        ttl: ttlOf(now, leaseMs),
         fence: item.fence + 1,
         queue: removeAt(item.queue, 0),
         // As in DynamoDB: the set loses the releaser's token; the promoted one's goes at its release.
@@ -220,12 +257,15 @@ export class MemoryLockStore implements LockStorePort {
   /**
    * One conditional write: `change` gets a copy of the item (an empty one when it is missing) and
    * returns the new item, or `undefined` when the condition fails; then nothing changes, and the
-   * answer carries the item as it was (none when it did not exist).
+   * answer carries the item as it was (none when it did not exist). A new item over 400 KB is
+   * refused as DynamoDB refuses it, once the condition holds (DynamoDB Local refuses earlier only a
+   * write whose own values exceed 400 KB, which the lock's data limit rules out).
    */
   private update(key: string, change: (item: StoredItem) => StoredItem | undefined): WriteResult {
     const before = this.items.get(key);
     const next = change(structuredClone(before ?? { key }));
     if (!next) return { ok: false, current: before ? toRecord(before) : undefined };
+    if (itemBytes(toAttributes(next)) > MAX_ITEM_BYTES) throw new MemoryStoreValidationError(ITEM_TOO_LARGE);
     const stored = structuredClone(next);
     this.items.set(key, stored);
     return { ok: true, record: toRecord(stored) };
@@ -256,6 +296,64 @@ function without(set: string[] | undefined, token: string): string[] | undefined
   return rest && rest.length > 0 ? rest : undefined;
 }
 
+/** The TTL attribute the DynamoDB store writes with the default `ttlDays`: epoch seconds. */
+function ttlOf(now: number, leaseMs: number): number {
+  return Math.ceil((now + Math.max(DEFAULT_TTL_DAYS * 86_400_000, 2 * leaseMs)) / 1000);
+}
+
+/** The item as the DynamoDB store writes it: the same attribute names and types. */
+function toAttributes(item: StoredItem | StoredWaiter): Record<string, AttributeValue> {
+  const attributes: Record<string, AttributeValue> = {};
+  for (const [name, value] of Object.entries(item) as [string, StoredItem[keyof StoredItem]][]) {
+    if (value === undefined) continue;
+    if (typeof value === 'string') attributes[name] = { S: value };
+    else if (typeof value === 'number') attributes[name] = { N: String(value) };
+    else if (name === ATTR.queued) attributes[name] = { SS: value as string[] };
+    else attributes[name] = { L: (value as StoredWaiter[]).map((waiter) => ({ M: toAttributes(waiter) })) };
+  }
+  return attributes;
+}
+
+/**
+ * An item's size as DynamoDB counts it toward 400 KB: attribute names and strings in UTF-8 bytes,
+ * numbers by their significant digits, 3 bytes per list or map and 1 per element, a set's strings.
+ */
+function itemBytes(attributes: Record<string, AttributeValue>): number {
+  let total = 0;
+  for (const [name, value] of Object.entries(attributes)) total += utf8Bytes(name) + valueBytes(value);
+  return total;
+}
+
+function valueBytes(value: AttributeValue): number {
+  if (value.S !== undefined) return utf8Bytes(value.S);
+  if (value.N !== undefined) return numberBytes(value.N);
+  if (value.SS !== undefined) return value.SS.reduce((sum, s) => sum + utf8Bytes(s), 0);
+  if (value.L !== undefined) return 3 + value.L.reduce((sum, element) => sum + 1 + valueBytes(element), 0);
+  if (value.M !== undefined) return 3 + Object.keys(value.M).length + itemBytes(value.M);
+  return 1; // NULL, BOOL; the store writes neither
+}
+
+/**
+ * DynamoDB stores a number as base-100 digits and an exponent byte: one byte per pair of
+ * significant decimal digits (pairs aligned on the decimal point), one more, and one for a sign.
+ */
+function numberBytes(text: string): number {
+  const negative = text.startsWith('-');
+  const [whole, fraction = ''] = text.replace(/^[-+]/, '').split('.');
+  const integer = whole.replace(/^0+/, '');
+  const digits = (integer + fraction).replace(/^0+/, '');
+  const significant = digits.replace(/0+$/, '');
+  if (significant.length === 0) return 1;
+  // The first significant digit's power of ten.
+  const exponent = integer ? integer.length - 1 : digits.length - fraction.length - 1;
+  const n = significant.length;
+  return 1 + Math.ceil(n / 2) + (n % 2 === 0 && exponent % 2 === 0 ? 1 : 0) + (negative ? 1 : 0);
+}
+
+function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
 /** The item as `toLockRecord` presents a DynamoDB item: an empty data string reads as none. */
 function toRecord(item: StoredItem): LockRecord {
   return {
@@ -268,7 +366,7 @@ function toRecord(item: StoredItem): LockRecord {
     acquiredAt: item.acquiredAt,
     updatedAt: item.updatedAt,
     data: item.data || undefined,
-    released: item.released,
+    released: item.releasedToken,
     lastHoldMs: item.lastHoldMs,
     queue: (item.queue ?? []).map((entry) => ({ token: entry.token, owner: entry.owner })),
   };

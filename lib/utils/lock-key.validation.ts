@@ -3,6 +3,7 @@ import {
   DATA_NOT_SERIALIZABLE,
   DATA_TOO_LARGE,
   EMPTY_KEY,
+  KEY_BLANK,
   KEY_NOT_STRING,
   KEY_NOT_WELL_FORMED,
   KEY_TOO_LONG,
@@ -11,19 +12,25 @@ import {
 /** DynamoDB's limit on a partition key value, counted in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 2048;
 
+/** DynamoDB's limit on an item: 400 KB of attribute names and values together. */
+export const MAX_ITEM_BYTES = 400 * 1024;
+
 /**
  * Room for the JSON payload in a 400 KB item, after the key and the lock's own
  * attributes (owner, tokens, counters), which stay well under 4 KB.
  */
-export const MAX_DATA_BYTES = 400 * 1024 - 4096;
+export const MAX_DATA_BYTES = MAX_ITEM_BYTES - 4096;
 
 /**
  * Checks a user key and returns the stored key (`keyPrefix + key`).
- * @throws LockValidationError for a non-string, empty, over-long or not well-formed (lone surrogate) key.
+ * @throws LockValidationError for a non-string, empty, whitespace-only, over-long or not well-formed
+ *   (lone surrogate) key.
  */
 export function toStoredKey(key: unknown, keyPrefix: string): string {
   if (typeof key !== 'string') throw new LockValidationError(KEY_NOT_STRING(key));
   if (key.length === 0) throw new LockValidationError(EMPTY_KEY());
+  // Whitespace around a key is kept (it is part of the name); a key of nothing else is an unset value.
+  if (key.trim().length === 0) throw new LockValidationError(KEY_BLANK(key));
   const stored = keyPrefix + key;
   // A lone surrogate becomes U+FFFD in UTF-8: two different keys would share one lock.
   if (!stored.isWellFormed()) throw new LockValidationError(KEY_NOT_WELL_FORMED(stored));

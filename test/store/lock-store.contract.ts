@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AcquireCondition, AcquireWrite, LockRecord, LockStorePort, WriteResult } from '../../lib';
 import { CLAIM_LEASE_MS } from '../../lib/store/lock.store';
+import { isTransientError } from '../../lib/store/transient-error';
 
 /** A store under test, and how to dispose of whatever it needed (a table, a client). */
 export interface StoreUnderTest {
@@ -17,7 +18,15 @@ export interface ContractTraits {
    * parameter; its failures carry `current: undefined`. Where it is given, it must be exact.
    */
   returnsCurrent: boolean;
+  /**
+   * Whether strings count toward the 400 KB item limit in UTF-8 bytes, as in DynamoDB.
+   * dynalite counts UTF-16 code units (as it does for keys), so only ASCII is compared there.
+   */
+  itemSizeInUtf8?: boolean;
 }
+
+/** DynamoDB's answer to an UpdateItem whose item would exceed 400 KB (measured on DynamoDB Local 3.3.0). */
+const ITEM_TOO_LARGE = 'Item size to update has exceeded the maximum allowed size';
 
 const tok = () => randomBytes(16).toString('hex');
 const LEASE = 10_000;
@@ -624,6 +633,54 @@ export function lockStoreContract(
         for await (const record of store.scanHeld('')) all.push(record.key);
         expect(all).toEqual(expect.arrayContaining([a.record.key, b.record.key, other.record.key]));
         expect(all).not.toContain(`${prefix}c`);
+      });
+    });
+
+    // ---- DynamoDB's 400 KB item limit ----
+
+    describe('item size', () => {
+      /** The write failed as DynamoDB fails it: a client error, never retried, not transient. */
+      async function expectTooLarge(pending: Promise<unknown>): Promise<void> {
+        const error = await pending.then(
+          () => undefined,
+          (reason: unknown) => reason,
+        );
+        expect(error).toMatchObject({ name: 'ValidationException', message: ITEM_TOO_LARGE, $metadata: { httpStatusCode: 400 } });
+        expect(isTransientError(error)).toBe(false);
+      }
+
+      // With the key, owner, tokens, counters and TTL (~186 bytes), a holder's data of 408,900 bytes
+      // leaves ~514 of the 409,600: one waiter with 200 bytes of data (~321 bytes with its queue
+      // and set entries) fits, a second (~307) does not; a waiter without data (~107) still fits.
+      it('refuses a write that would make the item larger than 400 KB, changing nothing', async () => {
+        const key = newKey('full');
+        await expectTooLarge(store.acquire(write(key, tok(), { kind: 'free' }, { data: 'x'.repeat(409_600) })));
+        expect(await store.read(key)).toBeUndefined();
+
+        const holder = await take(key, { data: 'x'.repeat(408_900) });
+        await enqueue(key, tok(), LEASE, 'd'.repeat(200));
+        let before = await mustRead(key);
+        await expectTooLarge(store.enqueue({ key, token: tok(), owner: 'owner-late01', leaseMs: LEASE, data: 'd'.repeat(200) }));
+        expect(await store.read(key)).toEqual(before);
+        const small = tok();
+        expect(queueTokens(await enqueue(key, small))).toEqual([...queueTokens(before)!, small]);
+
+        before = await mustRead(key);
+        await expectTooLarge(store.heartbeat(key, holder.token, LEASE, LEASE, 'y'.repeat(409_100)));
+        expect(await store.read(key)).toEqual(before);
+        // Smaller writes still pass: a plain heartbeat, and the promotion that drops the big data.
+        okRecord(await store.heartbeat(key, holder.token, LEASE));
+        const promoted = okRecord(await store.promote(key, holder.token, LEASE));
+        expect(promoted.data).toBe('d'.repeat(200));
+      });
+
+      it('counts strings in UTF-8 bytes', async () => {
+        if (!traits.itemSizeInUtf8) return;
+        const key = newKey('utf8');
+        // 204,800 characters, 409,600 bytes.
+        await expectTooLarge(store.acquire(write(key, tok(), { kind: 'free' }, { data: 'é'.repeat(204_800) })));
+        expect(await store.read(key)).toBeUndefined();
+        expect((await take(key, { data: 'é'.repeat(204_000) })).record.data).toHaveLength(204_000);
       });
     });
 

@@ -8,7 +8,16 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest 
 import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DynamoLockModule, type Lock, LockBusyError, LockLostError, LockService, MemoryLockStore, WithLock } from '../../lib';
+import {
+  DynamoLockModule,
+  type Lock,
+  LockBusyError,
+  LockLostError,
+  LockService,
+  LockValidationError,
+  MemoryLockStore,
+  WithLock,
+} from '../../lib';
 import { findFreePort } from '../support/free-port';
 import { MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
@@ -151,6 +160,38 @@ describe('DynamoLockModule.forTesting()', () => {
       // Released: free again, and the next holder's token is larger.
       expect(await locks.inspect('invoice-9')).toBeNull();
       expect(await invoices.refund('9')).toBeGreaterThan(lock.fencingToken);
+    });
+
+    it('rejects a whitespace-only key, and a whitespace-only @WithLock value, before any request', async () => {
+      const store = locks.store as MemoryLockStore;
+      const reads = jest.spyOn(store, 'read');
+      const writes = jest.spyOn(store, 'acquire');
+      const records = store.size;
+      try {
+        const errors = [
+          await rejectionOf(locks.acquire('   ')),
+          await rejectionOf(locks.tryAcquire('\t')),
+          await rejectionOf(locks.withLock(' \n ', () => 'never')),
+          await rejectionOf(locks.inspect('\u00a0')),
+          await rejectionOf(invoices.pay('  ')),
+        ];
+        for (const error of errors) expect(error).toBeInstanceOf(LockValidationError);
+        expect(errors[0]!.message).toBe(
+          'Lock key must contain more than whitespace; got "   ". A blank key usually means an unset field (a form input, an environment variable): check the value the key is built from.',
+        );
+        expect(errors[1]!.message).toContain('got "\\t".');
+        expect(errors[4]!.message).toBe(
+          `@WithLock('invoice-<0>') on InvoiceService.pay: <0> is only whitespace ("  ") in this call, so the key would not identify anything.`,
+        );
+        expect(reads).not.toHaveBeenCalled();
+        expect(writes).not.toHaveBeenCalled();
+        expect(store.size).toBe(records);
+        // Whitespace around a key is part of it.
+        await locks.withLock(' padded ', (lock) => expect(lock.key).toBe(' padded '));
+      } finally {
+        reads.mockRestore();
+        writes.mockRestore();
+      }
     });
 
     it('stores @WithLock data with the lock', async () => {

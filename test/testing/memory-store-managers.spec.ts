@@ -159,6 +159,33 @@ describe('LockManager on a shared MemoryLockStore', () => {
     await second.release();
   });
 
+  it('rejects, as DynamoDB does, a waiter whose queue entry would make the item larger than 400 KB; the others still get the lock', async () => {
+    const holderManager = manager('holder');
+    const key = newKey('full');
+    // The largest data a lock accepts (MAX_DATA_BYTES, 405,504 bytes as JSON) leaves ~3.9 KB of the item.
+    const holder = await holderManager.acquire(key, { data: 'x'.repeat(405_500) });
+    const waiting: Promise<unknown>[] = [];
+    let refused: unknown;
+    for (let i = 0; i < 40 && refused === undefined; i++) {
+      const queued = (await store.read(key))!.queue.length;
+      const outcome = manager(`waiter-${i}`).acquire(key, { wait: '10s', data: 'd'.repeat(250) });
+      let settled: { error: unknown } | undefined;
+      outcome.then(undefined, (error: unknown) => (settled = { error }));
+      // Each waiter is either queued in the record or refused, at once: never left polling.
+      await until(async () => settled !== undefined || (await store.read(key))!.queue.length > queued);
+      if (settled) refused = settled.error;
+      else waiting.push(outcome);
+    }
+    expect(refused).toMatchObject({ name: 'ValidationException', message: 'Item size to update has exceeded the maximum allowed size' });
+    // ~350 bytes per queued waiter (token, owner, claim lease, its data, its token in the set).
+    expect(waiting.length).toBeGreaterThanOrEqual(8);
+    expect(waiting.length).toBeLessThanOrEqual(12);
+    expect(await holder.release()).toBe(true);
+    // Each queued waiter gets the lock in turn (withLock-style: release as soon as held).
+    for (const outcome of waiting) await ((await outcome) as Awaited<ReturnType<LockManager['acquire']>>).release();
+    expect((await store.read(key))?.queue).toEqual([]);
+  });
+
   it('signals "gone" when its lease id is released elsewhere, and the other manager can take the key at once', async () => {
     const [m1, m2] = [manager('m1', { leaseDuration: 600, heartbeatInterval: 50 }), manager('m2')];
     const key = newKey('gone');

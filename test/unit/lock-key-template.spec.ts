@@ -71,6 +71,76 @@ describe('LockKeyTemplate', () => {
     expect(error.message).toMatch(message);
   });
 
+  it.each([
+    // Another syntax on a method with parameters: every call would share one key.
+    ['invoice-{0}', 1, '"{0}" is not a placeholder', "Write 'invoice-<0>'."],
+    ['invoice-${0}', 1, '"${0}" is not a placeholder', "Write 'invoice-<0>'."],
+    ['invoice-#{0}', 1, '"#{0}" is not a placeholder', "Write 'invoice-<0>'."],
+    ['invoice-{{ 0 }}', 1, '"{{ 0 }}" is not a placeholder', "Write 'invoice-<0>'."],
+    ['order-{1.customer.id}', 2, '"{1.customer.id}" is not a placeholder', "Write 'order-<1.customer.id>'."],
+    ['invoice-{}', 1, '"{}" is not a placeholder', "Write 'invoice-<0>'."],
+    ['invoice-%s', 1, '"%s" is not a placeholder', "Write 'invoice-<0>'."],
+    ['%s:%d', 2, '"%s", "%d" are not placeholders', "Write '<0>:<1>'."],
+    ['invoice-{id}', 1, '"{id}" is not a placeholder', 'Name the argument by its position instead.'],
+    ['invoice-${invoice.id}', 1, '"${invoice.id}" is not a placeholder', 'Name the argument by its position instead.'],
+  ])('rejects %p, another templating syntax, naming the method and the fix', (template, count, found, fix) => {
+    const error = errorOf(() => new LockKeyTemplate(template, where, count));
+    expect(error).toBeInstanceOf(LockValidationError);
+    expect(error.message).toContain(`@WithLock('${template}') on ${where}: ${found} here`);
+    expect(error.message).toContain('so every call would wait for the same lock');
+    expect(error.message).toContain(fix);
+  });
+
+  it('gives the whole message for the common case', () => {
+    expect(errorOf(() => new LockKeyTemplate('invoice-{0}', where, 1)).message).toBe(
+      `@WithLock('invoice-{0}') on InvoiceService.pay: "{0}" is not a placeholder here: the key would contain it literally, so every call would wait for the same lock. Write 'invoice-<0>'. Placeholders are <N> for the N-th argument (from 0) or <N.property.path>, e.g. 'invoice-<0>' or 'order-<1.customer.id>'. Braces around a number or a name, and %s, %d or %i, are not allowed as literal text in a template; use other characters, or call LockService.withLock() with the key.`,
+    );
+  });
+
+  it('rejects another syntax mixed with <N>, on a method without parameters, and when the count is unknown', () => {
+    const mixed = errorOf(() => new LockKeyTemplate('invoice-<0>-{1}', where, 2));
+    expect(mixed).toBeInstanceOf(LockValidationError);
+    expect(mixed.message).toContain(`"{1}" is not a placeholder here: the key would contain it literally. Write 'invoice-<0>-<1>'.`);
+    expect(errorOf(() => new LockKeyTemplate('<0>-%s', where, 2)).message).toContain("Write '<0>-<1>'.");
+
+    // No parameters: the key is constant by design, but '{0}' can never mean anything there.
+    const constant = errorOf(() => new LockKeyTemplate('report-{0}', where, 0));
+    expect(constant).toBeInstanceOf(LockValidationError);
+    expect(constant.message).toContain('"{0}" is not a placeholder here: the key would contain it literally. Name the argument');
+    // Without decorator metadata the count is unknown: still rejected.
+    expect(errorOf(() => new LockKeyTemplate('invoice-${0}', where)).message).toContain("Write 'invoice-<0>'.");
+    // A rewrite that would itself be invalid is not suggested.
+    expect(errorOf(() => new LockKeyTemplate('{0}{1}', where, 2)).message).toContain('Name the argument by its position instead.');
+    expect(errorOf(() => new LockKeyTemplate('invoice-{3}', where, 1)).message).toContain('Name the argument by its position instead.');
+  });
+
+  it.each(['shard:0', 'cost$0', 'price-$1', '100%', '<0>-100%', 'caf%C3%A9-<0>', '%sales', '{', 'a}b', 'x{-}', 'json-{"a":1}'])(
+    'accepts %p: not a placeholder of another syntax',
+    (template) => {
+      expect(() => new LockKeyTemplate(template, where, 1)).not.toThrow();
+    },
+  );
+
+  it('rejects a blank template at definition and a blank value at call time, like toStoredKey', () => {
+    const blank = errorOf(() => new LockKeyTemplate(' \t ', where, 0));
+    expect(blank).toBeInstanceOf(LockValidationError);
+    expect(blank.message).toContain('@WithLock on InvoiceService.pay: the key template " \\t " is only whitespace');
+    for (const [value, shown] of [
+      ['   ', '"   "'],
+      ['\t', '"\\t"'],
+      ['\n', '"\\n"'],
+      ['\u00a0', '"\\u00a0"'],
+    ]) {
+      const error = errorOf(() => new LockKeyTemplate('invoice-<0>', where, 1).render([value]));
+      expect(error).toBeInstanceOf(LockValidationError);
+      expect(error.message).toBe(
+        `@WithLock('invoice-<0>') on ${where}: <0> is only whitespace (${shown}) in this call, so the key would not identify anything.`,
+      );
+    }
+    // Whitespace inside or around a value is part of it.
+    expect(new LockKeyTemplate('invoice-<0>', where, 1).render([' a b '])).toBe('invoice- a b ');
+  });
+
   it('names the missing property path', () => {
     const error = errorOf(() => new LockKeyTemplate('order-<0.customer.id>', where, 1).render([{ customer: {} }]));
     expect(error.message).toMatch(/<0.customer.id> is undefined/);
