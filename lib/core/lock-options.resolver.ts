@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { LoggerService } from '@nestjs/common';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import {
+  CALL_OPTION_INVALID,
   HEARTBEAT_NOT_BELOW_LEASE,
   INVALID_OPTION,
   INVALID_WAIT,
@@ -9,6 +10,7 @@ import {
   OPTIONS_NOT_OBJECT,
   UNKNOWN_OPTION,
 } from '../errors/lock.messages';
+import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
 import { closestName } from '../utils/closest-name';
@@ -48,6 +50,33 @@ const OPTION_NAMES = Object.keys({
   telemetry: true,
   logger: true,
 } satisfies Record<keyof DynamoLockOptions, true>).concat('isGlobal');
+
+/** Every option of `acquire()` and `withLock()` (the compiler keeps it complete); `tryAcquire()` takes them but `wait`. */
+const ACQUIRE_OPTION_NAMES = Object.keys({
+  wait: true,
+  signal: true,
+  leaseDuration: true,
+  data: true,
+  heartbeat: true,
+} satisfies Record<keyof AcquireOptions, true>);
+
+/**
+ * Checks the options of one call (`acquire()`, `tryAcquire()`, `withLock()`) before anything is
+ * sent: an object, with known names only (a misspelt one would be ignored silently).
+ * @throws LockValidationError naming the call and the option, with the closest known name.
+ */
+export function checkAcquireOptions(options: unknown, scope: string, withWait = true): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object')
+    throw new LockValidationError(CALL_OPTION_INVALID(scope, 'options', 'an object', options));
+  const known = withWait ? ACQUIRE_OPTION_NAMES : ACQUIRE_OPTION_NAMES.filter((name) => name !== 'wait');
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) throw new LockValidationError(UNKNOWN_OPTION(scope, name, closestName(name, known), known));
+  }
+  const { heartbeat } = options as AcquireOptions;
+  if (heartbeat !== undefined && typeof heartbeat !== 'boolean')
+    throw new LockValidationError(CALL_OPTION_INVALID(scope, 'heartbeat', 'true or false', heartbeat));
+}
 
 /** Options with every default applied and every duration in milliseconds. */
 export interface ResolvedLockOptions {

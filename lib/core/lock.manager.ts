@@ -42,7 +42,13 @@ import { HeartbeatScheduler } from './heartbeat.scheduler';
 import { KeyHistory } from './key-history';
 import { Lock, type LockHost } from './lock';
 import { LockContext } from './lock.context';
-import { heartbeatIntervalFor, resolveLockOptions, resolveWait, type ResolvedLockOptions } from './lock-options.resolver';
+import {
+  checkAcquireOptions,
+  heartbeatIntervalFor,
+  resolveLockOptions,
+  resolveWait,
+  type ResolvedLockOptions,
+} from './lock-options.resolver';
 import { type HeldLease, type KeySlot, type Waiter, writeOf } from './lock-state';
 import { type AcquisitionHost, RemoteAcquisition } from './remote-acquisition';
 import { transientKind } from '../store/transient-error';
@@ -123,8 +129,14 @@ export class LockManager implements LockHost, AcquisitionHost {
    * @throws the signal's reason when `options.signal` aborts.
    */
   acquire(key: string, options: AcquireOptions = {}): Promise<Lock> {
+    return this.start('acquire()', key, options);
+  }
+
+  /** Starts an acquisition for `scope` (the public call, named in errors). */
+  private start(scope: string, key: string, options: AcquireOptions = {}): Promise<Lock> {
     let waiter: Waiter;
     try {
+      checkAcquireOptions(options, scope);
       const storedKey = toStoredKey(key, this.options.keyPrefix);
       const nested = this.context.get(storedKey, this.inScope);
       if (nested) return Promise.resolve(nested.nested());
@@ -148,7 +160,8 @@ export class LockManager implements LockHost, AcquisitionHost {
    */
   async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
     try {
-      return await this.acquire(key, { ...options, wait: false });
+      checkAcquireOptions(options, 'tryAcquire()', false);
+      return await this.start('tryAcquire()', key, { ...options, wait: false });
     } catch (error) {
       if (error instanceof LockBusyError) return null;
       throw error;
@@ -161,7 +174,7 @@ export class LockManager implements LockHost, AcquisitionHost {
    * A failed release is logged, not thrown: the work is done, and the lease runs out on its own.
    */
   async withLock<T>(key: string, fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    const lock = await this.acquire(key, options);
+    const lock = await this.start('withLock()', key, options);
     try {
       return await this.runHolding(lock, () => fn(lock));
     } finally {

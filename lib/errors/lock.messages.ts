@@ -56,6 +56,9 @@ export const LEASE_ID_INVALID = (value: unknown) =>
 export const INVALID_OPTION = (name: string, expected: string, value: unknown) =>
   `DynamoLockModule option "${name}" must be ${expected}; got ${describe(value)}.`;
 
+export const CALL_OPTION_INVALID = (scope: string, name: string, expected: string, value: unknown) =>
+  `${scope} option "${name}" must be ${expected}; got ${describe(value)}.`;
+
 export const INVALID_WAIT = (value: unknown) =>
   `wait must be a duration, true (wait without limit) or false (a single attempt); got ${describe(value)}. Accepted durations: ${DURATION_FORMS}.`;
 

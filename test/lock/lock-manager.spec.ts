@@ -495,6 +495,32 @@ describeEachServer('LockManager', (server) => {
       expect(counter.total()).toBe(0);
     });
 
+    it('rejects unknown option names of acquire(), tryAcquire() and withLock() with the closest name, before any request', async () => {
+      const manager = fixture.manager();
+      const counter = countRequests(manager.client);
+      const cases: [Promise<unknown>, RegExp][] = [
+        [
+          manager.acquire('k', { leaseDurations: '5s' } as never),
+          /^acquire\(\) has no option "leaseDurations"; did you mean "leaseDuration"\?/,
+        ],
+        [
+          manager.tryAcquire('k', { wait: '5s' } as never),
+          /^tryAcquire\(\) has no option "wait"\. Its options: signal, leaseDuration, data, heartbeat\./,
+        ],
+        [
+          manager.withLock('k', () => 1, { hearbeat: false } as never),
+          /^withLock\(\) has no option "hearbeat"; did you mean "heartbeat"\?/,
+        ],
+        [manager.acquire('k', { heartbeat: 'no' } as never), /^acquire\(\) option "heartbeat" must be true or false; got "no"\./],
+      ];
+      for (const [call, message] of cases) {
+        const error = await rejectionOf(call);
+        expect(error).toBeInstanceOf(LockValidationError);
+        expect(error.message).toMatch(message);
+      }
+      expect(counter.total()).toBe(0);
+    });
+
     it('rejects a missing lease id of renewLease and releaseLease before any request', async () => {
       const manager = fixture.manager();
       const counter = countRequests(manager.client);
