@@ -13,7 +13,13 @@ export {
 export { LockService } from './lock.service';
 export { WithLock } from './decorators/with-lock.decorator';
 export { LockKeyTemplate } from './decorators/lock-key.template';
-export { LockInterceptor, type LockConflictBody, type LockUnavailableBody } from './interceptors/lock.interceptor';
+export {
+  LOCK_INTERCEPTOR_OPTIONS,
+  LockInterceptor,
+  type LockConflictBody,
+  type LockInterceptorOptions,
+  type LockUnavailableBody,
+} from './interceptors/lock.interceptor';
 export type { WithLockOptions } from './interfaces/with-lock-options.interface';
 // The engine, errors, store and types: the same as `nestjs-dynamo-lock/standalone`.
 export * from './standalone';

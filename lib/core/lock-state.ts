@@ -47,6 +47,8 @@ export interface Waiter {
   cancel: AbortController;
   /** Last holder seen, for the busy error. */
   holder?: LockHolder;
+  /** Monotonic time the last holder seen is expected to release, when its usual hold is known. */
+  expectedReleaseAt?: number;
   /** Last transient DynamoDB error while waiting: thrown at the deadline when no holder was ever seen. */
   lastError?: unknown;
   /**

@@ -613,13 +613,18 @@ export class LockManager implements LockHost, AcquisitionHost {
     const local = this.slots.get(waiter.storedKey)?.holder;
     if (!waiter.holder && local) {
       waiter.holder = { owner: this.options.ownerName, fencingToken: local.lock.fencingToken, leaseDuration: local.leaseMs };
+      const usual = this.history.holdEstimate(waiter.storedKey);
+      waiter.expectedReleaseAt = usual === undefined ? undefined : local.acquiredAt + usual;
     }
-    const waited = Math.round(monotonicNow() - waiter.startedAt);
+    const now = monotonicNow();
+    const waited = Math.round(now - waiter.startedAt);
+    const releaseInMs = waiter.expectedReleaseAt === undefined ? undefined : Math.max(0, Math.round(waiter.expectedReleaseAt - now));
     return new LockBusyError(
       LOCK_BUSY(waiter.key, waiter.holder?.owner, waiter.holder?.fencingToken, waiter.deadline <= waiter.startedAt ? undefined : waited),
       waiter.key,
       waiter.holder,
       waited,
+      releaseInMs,
     );
   }
 

@@ -282,6 +282,11 @@ export class RemoteAcquisition {
       this.pollStreak = 0;
     }
     this.lastAnswerAt = now;
+    if (holder) {
+      // For the busy error: when this holder will likely release (a hint for callers' retries).
+      const estimate = this.holdEstimate();
+      waiter.expectedReleaseAt = estimate === undefined ? undefined : Math.max(now, this.holderSince + estimate);
+    }
     // A free lock with a queue waits for the queue's head; if the head never takes it (a waiter
     // that died), the others go ahead after a claim lease.
     const watched = holder || this.current.queue.length > 0 ? this.current.rvn : undefined;

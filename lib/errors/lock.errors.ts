@@ -30,6 +30,11 @@ export class LockBusyError extends DynamoLockError {
     readonly holder: LockHolder | undefined,
     /** How long this caller waited, in milliseconds. */
     readonly waitedMs: number,
+    /**
+     * When the holder is expected to release, in milliseconds from now: from when it was first
+     * seen and how long holders of this key usually keep it. `undefined` when nothing is known.
+     */
+    readonly releaseInMs?: number,
   ) {
     super(message);
   }

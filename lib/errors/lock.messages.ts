@@ -130,6 +130,9 @@ export const REQUEST_TIMED_OUT = (operation: string, tableName: string, ms: numb
     ? `DynamoDB ${operation} on table "${tableName}" got no answer within ${ms} ms (option requestTimeout); the request was aborted.`
     : `DynamoDB ${operation} on table "${tableName}" did not succeed within ${ms} ms (option requestTimeout): the SDK was still retrying after ${errorText(lastAttempt)}; the request was aborted.`;
 
+/** The 409 answer's message: no holder details unless the interceptor exposes them. */
+export const LOCK_BUSY_HTTP = (key: string) => `Resource "${key}" is locked by another operation; try again later.`;
+
 export const LOCK_TAKEN = (key: string, holder: string | undefined) =>
   `Lock "${key}" was lost: it is now held by ${holder ? `"${holder}"` : 'another owner'}, who took it over after this holder's lease ran out without a heartbeat.`;
 

@@ -2,13 +2,27 @@ import {
   type CallHandler,
   ConflictException,
   type ExecutionContext,
+  Inject,
   Injectable,
   type NestInterceptor,
+  Optional,
   ServiceUnavailableException,
 } from '@nestjs/common';
 import { catchError, type Observable, throwError } from 'rxjs';
 import { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
-import { LOCK_UNAVAILABLE_HTTP } from '../errors/lock.messages';
+import { LOCK_BUSY_HTTP, LOCK_UNAVAILABLE_HTTP } from '../errors/lock.messages';
+
+/** Options of {@link LockInterceptor}. */
+export interface LockInterceptorOptions {
+  /**
+   * Tell HTTP clients who holds a busy lock: the holder's owner name (host and pid by default)
+   * and fencing token in the 409 body. Off by default: they are internal details.
+   */
+  exposeHolder?: boolean;
+}
+
+/** Injection token of {@link LockInterceptorOptions}, for an interceptor Nest creates. */
+export const LOCK_INTERCEPTOR_OPTIONS = Symbol('nestjs-dynamo-lock:interceptor-options');
 
 /** The JSON body of a 409 answer for a busy lock. */
 export interface LockConflictBody {
@@ -17,8 +31,10 @@ export interface LockConflictBody {
   message: string;
   /** The lock key that was busy. */
   resource: string;
-  /** Owner name of the holder, when known. */
+  /** Owner name of the holder, when known and `exposeHolder` is on. */
   holder?: string;
+  /** The holder's fencing token, when known and `exposeHolder` is on. */
+  fencingToken?: number;
 }
 
 /** The JSON body of a 503 answer for a lock DynamoDB did not let the app take (an outage, not a busy lock). */
@@ -32,22 +48,29 @@ export interface LockUnavailableBody {
 
 /**
  * Gives HTTP semantics to busy locks: a `LockBusyError` thrown by the handler (by `@WithLock`
- * on it, or by any service it calls) becomes `409 Conflict` with a JSON body naming the
- * resource, and a `Retry-After` header (seconds) when the holder's lease is known: the longest
- * a crashed holder can block the key. A `LockUnavailableError` (DynamoDB failed or did not answer,
+ * on it, or by any service it calls) becomes `409 Conflict` with a JSON body naming the resource
+ * (the holder only with `exposeHolder`), and a `Retry-After` header (seconds): when the holder is
+ * expected to release, from how long holders of the key usually keep it, else its lease (the
+ * longest a crashed holder can block the key). A `LockUnavailableError` (DynamoDB failed or did not answer,
  * and no answer showed another holder) becomes `503 Service Unavailable` with `Retry-After`: the
  * request time limit, in seconds, at least 1. Other contexts (RPC, WebSocket) get the error unchanged.
  *
  * @example
  * ```ts
- * @UseInterceptors(LockInterceptor)
+ * @UseInterceptors(LockInterceptor)      // or new LockInterceptor({ exposeHolder: true })
  * @Post(':id/pay')
  * @WithLock('invoice-<0>', { wait: false })
- * pay(@Param('id') id: string) { ... }
+ * async pay(@Param('id') id: string): Promise<Receipt> { ... }
  * ```
  */
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
+  private readonly exposeHolder: boolean;
+
+  constructor(@Optional() @Inject(LOCK_INTERCEPTOR_OPTIONS) options: LockInterceptorOptions = {}) {
+    this.exposeHolder = options.exposeHolder === true;
+  }
+
   /** @internal */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     return next.handle().pipe(
@@ -64,16 +87,16 @@ export class LockInterceptor implements NestInterceptor {
           return throwError(() => new ServiceUnavailableException(body, { cause: error }));
         }
         if (!(error instanceof LockBusyError)) return throwError(() => error);
-        const lease = error.holder?.leaseDuration;
-        if (lease) retryAfter(context, lease);
+        const wait = error.releaseInMs ?? error.holder?.leaseDuration;
+        if (wait !== undefined) retryAfter(context, wait);
         const body: LockConflictBody = {
           statusCode: 409,
           error: 'Conflict',
-          message: error.message,
+          message: this.exposeHolder ? error.message : LOCK_BUSY_HTTP(error.key),
           resource: error.key,
-          holder: error.holder?.owner,
         };
-        return throwError(() => new ConflictException(body));
+        if (this.exposeHolder) Object.assign(body, { holder: error.holder?.owner, fencingToken: error.holder?.fencingToken });
+        return throwError(() => new ConflictException(body, { cause: error }));
       }),
     );
   }

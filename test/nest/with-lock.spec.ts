@@ -127,8 +127,15 @@ class InvoiceController {
     return { result: await this.invoices.pay(id, 300) };
   }
 
+  @Post(':id/pay-exposed')
+  @UseInterceptors(new LockInterceptor({ exposeHolder: true }))
+  @WithLock('invoice-<0>', { wait: false })
+  async payExposed(@Param('id') id: string) {
+    return { result: await this.invoices.pay(id, 300) };
+  }
+
   @Get(':id/scoped')
-  scopedWork(@Param('id') id: string) {
+  async scopedWork(@Param('id') id: string) {
     return this.scoped.work(id);
   }
 }
@@ -282,12 +289,33 @@ describeEachServer('@WithLock', (server) => {
       await sleep(100);
       const busy = await fetch(`${baseUrl}/invoices/H1/pay`, { method: 'POST' });
       expect(busy.status).toBe(409);
+      // Nothing is known of how long this key is held: the holder's lease.
       expect(busy.headers.get('retry-after')).toBe('30');
-      const body = await busy.json();
-      expect(body).toMatchObject({ statusCode: 409, error: 'Conflict', resource: 'invoice-H1', holder: 'decorated' });
+      const body = (await busy.json()) as Record<string, unknown>;
+      // The holder (host:pid) and its fencing token are internal: not told by default.
+      expect(body).toEqual({
+        statusCode: 409,
+        error: 'Conflict',
+        message: 'Resource "invoice-H1" is locked by another operation; try again later.',
+        resource: 'invoice-H1',
+      });
       const ok = await slow;
       expect(ok.status).toBe(201);
       expect(await ok.json()).toEqual({ result: 'paid H1' });
+    });
+
+    it('tells the holder only with exposeHolder, and Retry-After from how long the key is usually held', async () => {
+      // Two holds of ~300 ms teach this process how long the key is usually held.
+      for (let i = 0; i < 2; i++) expect((await fetch(`${baseUrl}/invoices/H2/pay`, { method: 'POST' })).status).toBe(201);
+      const slow = fetch(`${baseUrl}/invoices/H2/pay-exposed`, { method: 'POST' });
+      await sleep(100);
+      const busy = await fetch(`${baseUrl}/invoices/H2/pay-exposed`, { method: 'POST' });
+      expect(busy.status).toBe(409);
+      expect(busy.headers.get('retry-after')).toBe('1');
+      const body = (await busy.json()) as Record<string, unknown>;
+      expect(body).toMatchObject({ statusCode: 409, resource: 'invoice-H2', holder: 'decorated', fencingToken: expect.any(Number) });
+      expect(body.message).toMatch(/^Lock "invoice-H2" is held by "decorated" \(fencing token \d+\)/);
+      expect((await slow).status).toBe(201);
     });
 
     it('leaves other errors alone', async () => {
