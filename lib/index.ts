@@ -11,7 +11,14 @@ export {
   type DynamoLockModuleExtras,
 } from './dynamo-lock.module-definition';
 export { LockService } from './lock.service';
-export { WithLock } from './decorators/with-lock.decorator';
+export {
+  type LockableMethod,
+  type SkipSafe,
+  type SkippingWithLockDecorator,
+  type SkipUnsafe,
+  WithLock,
+  type WithLockDecorator,
+} from './decorators/with-lock.decorator';
 export { LockKeyTemplate } from './decorators/lock-key.template';
 export {
   LOCK_INTERCEPTOR_OPTIONS,

@@ -1,12 +1,22 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Lock } from './core/lock';
+import { exposeInternals, internalsOf } from './core/lock.internals';
 import { LockManager } from './core/lock.manager';
+import type { ResolvedLockOptions } from './core/lock-options.resolver';
 import { DYNAMO_LOCK_OPTIONS } from './dynamo-lock.module-definition';
+import type { AcquireOptions } from './interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
+import type { LockEventListener } from './interfaces/lock-event.interface';
+import type { LockInfo } from './interfaces/lock-info.interface';
+import type { Duration } from './utils/duration';
 
 /**
  * The lock service of `DynamoLockModule`: acquire, tryAcquire, withLock, inspect and current.
  * Checks (or creates) the table at start-up, so a missing or wrong table fails the app's boot,
- * and releases every held lock on application shutdown.
+ * and releases every held lock on application shutdown. It is the {@link LockManager} API
+ * without `init()` and `close()`, which the module runs at boot and shutdown: app code cannot
+ * stop locking for the whole app.
  *
  * @example
  * ```ts
@@ -20,19 +30,84 @@ import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interfa
  * ```
  */
 @Injectable()
-export class LockService extends LockManager implements OnModuleInit, OnApplicationShutdown {
+export class LockService implements OnModuleInit, OnApplicationShutdown {
+  readonly #manager: LockManager;
+
   constructor(@Inject(DYNAMO_LOCK_OPTIONS) options: DynamoLockOptions) {
     // Anything but an object is left for the options check, which names the mistake.
-    super(options !== null && typeof options === 'object' ? { ...options, logger: options.logger ?? new Logger('DynamoLock') } : options);
+    this.#manager = new LockManager(
+      options !== null && typeof options === 'object' ? { ...options, logger: options.logger ?? new Logger('DynamoLock') } : options,
+    );
+    exposeInternals(this, internalsOf(this.#manager));
+  }
+
+  /** {@inheritDoc LockManager.options} */
+  get options(): ResolvedLockOptions {
+    return this.#manager.options;
+  }
+
+  /** {@inheritDoc LockManager.client} */
+  get client(): DynamoDBClient {
+    return this.#manager.client;
+  }
+
+  /** {@inheritDoc LockManager.acquire} */
+  acquire(key: string, options?: AcquireOptions): Promise<Lock> {
+    return this.#manager.acquire(key, options);
+  }
+
+  /** {@inheritDoc LockManager.tryAcquire} */
+  tryAcquire(key: string, options?: Omit<AcquireOptions, 'wait'>): Promise<Lock | null> {
+    return this.#manager.tryAcquire(key, options);
+  }
+
+  /** {@inheritDoc LockManager.withLock} */
+  withLock<T>(key: string, fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return this.#manager.withLock(key, fn, options);
+  }
+
+  /** {@inheritDoc LockManager.current} */
+  current(key?: string): Lock | undefined {
+    return this.#manager.current(key);
+  }
+
+  /** {@inheritDoc LockManager.renewLease} */
+  renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
+    return this.#manager.renewLease(key, leaseId, leaseDuration);
+  }
+
+  /** {@inheritDoc LockManager.releaseLease} */
+  releaseLease(key: string, leaseId: string): Promise<boolean> {
+    return this.#manager.releaseLease(key, leaseId);
+  }
+
+  /** {@inheritDoc LockManager.inspect} */
+  inspect(key: string): Promise<LockInfo | null> {
+    return this.#manager.inspect(key);
+  }
+
+  /** {@inheritDoc LockManager.list} */
+  list(prefix?: string): Promise<LockInfo[]> {
+    return this.#manager.list(prefix);
+  }
+
+  /** {@inheritDoc LockManager.subscribe} */
+  subscribe(listener: LockEventListener): () => void {
+    return this.#manager.subscribe(listener);
+  }
+
+  /** {@inheritDoc LockManager.heldCount} */
+  get heldCount(): number {
+    return this.#manager.heldCount;
   }
 
   /** @internal Nest lifecycle: verifies or creates the table. */
   async onModuleInit(): Promise<void> {
-    await this.init();
+    await this.#manager.init();
   }
 
-  /** @internal Nest lifecycle: releases held locks and stops timers. */
+  /** @internal Nest lifecycle: rejects waiters, releases held locks and stops timers. */
   async onApplicationShutdown(): Promise<void> {
-    await this.close();
+    await this.#manager.close();
   }
 }

@@ -40,7 +40,8 @@ import { serializeData, toStoredKey } from '../utils/lock-key.validation';
 import { randomToken } from '../utils/random-token';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
 import { KeyHistory } from './key-history';
-import { Lock, type LockHost } from './lock';
+import { createLock, Lock, type LockHost, nestedLock } from './lock';
+import { exposeInternals } from './lock.internals';
 import { LockContext } from './lock.context';
 import {
   checkAcquireOptions,
@@ -65,15 +66,22 @@ const LATE_ANSWER_SLACK_MS = 20;
  * Callers in one process that want one key form a FIFO queue: only the head talks to DynamoDB,
  * and a release hands the lock straight to the next local caller in one conditional write.
  */
-export class LockManager implements LockHost, AcquisitionHost {
+export class LockManager {
   /** The options in force, defaults applied. */
   readonly options: ResolvedLockOptions;
   /** The DynamoDB client in use. */
   readonly client: DynamoDBClient;
-  /** @internal */
-  readonly store: LockStorePort;
-  /** @internal What this process learned about contended keys. */
-  readonly history = new KeyHistory();
+  private readonly store: LockStorePort;
+  /** What this process learned about contended keys. */
+  private readonly history = new KeyHistory();
+  /** The callbacks of `Lock` handles. */
+  private readonly lockHost: LockHost = {
+    release: (lock) => this.release(lock),
+    extend: (lock, leaseDuration) => this.extend(lock, leaseDuration),
+    checkHeld: (lock) => this.checkHeld(lock),
+  };
+  /** What remote acquisitions use of this manager. */
+  private readonly acquisitionHost: AcquisitionHost;
   private readonly ownsClient: boolean;
   private readonly context = new LockContext();
   private readonly slots = new Map<string, KeySlot>();
@@ -106,6 +114,23 @@ export class LockManager implements LockHost, AcquisitionHost {
         logger: this.options.logger,
         requestTimeoutMs: this.options.requestTimeoutMs,
       });
+    const { store, history } = this;
+    this.acquisitionHost = {
+      store,
+      history,
+      options: this.options,
+      hold: (waiter, record, validFrom, via) => this.hold(waiter, record, validFrom, via),
+      emit: (event, trace) => this.emit(event, trace),
+      noteWaiting: (waiter) => this.noteWaiting(waiter),
+      busyError: (waiter) => this.busyError(waiter),
+      deadlineError: (waiter) => this.deadlineError(waiter),
+    };
+    exposeInternals(this, {
+      store,
+      runHolding: (lock, fn) => this.runHolding(lock, fn),
+      releaseQuietly: (lock) => this.releaseQuietly(lock),
+      endScope: (lock) => this.endScope(lock),
+    });
   }
 
   /**
@@ -139,7 +164,7 @@ export class LockManager implements LockHost, AcquisitionHost {
       checkAcquireOptions(options, scope);
       const storedKey = toStoredKey(key, this.options.keyPrefix);
       const nested = this.context.get(storedKey, this.inScope);
-      if (nested) return Promise.resolve(nested.nested());
+      if (nested) return Promise.resolve(nestedLock(nested));
       waiter = this.newWaiter(key, storedKey, options);
       waiter.trace = this.telemetry?.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
     } catch (error) {
@@ -184,16 +209,16 @@ export class LockManager implements LockHost, AcquisitionHost {
 
   /**
    * Runs `fn` with `lock` visible to `current()` and to re-entrant acquisitions.
-   * @internal used by `withLock()` and the `@WithLock` decorator.
+   * Used by `withLock()` and the `@WithLock` decorator.
    */
-  runHolding<T>(lock: Lock, fn: () => T): T {
+  private runHolding<T>(lock: Lock, fn: () => T): T {
     const run = () => this.context.run(toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
     const trace = this.leases.get(lock)?.trace;
     return trace ? trace.run(run) : run();
   }
 
-  /** Releases a lock, logging (not throwing) a failure. @internal */
-  async releaseQuietly(lock: Lock): Promise<void> {
+  /** Releases a lock, logging (not throwing) a failure. */
+  private async releaseQuietly(lock: Lock): Promise<void> {
     try {
       await lock.release();
     } catch (error) {
@@ -213,9 +238,8 @@ export class LockManager implements LockHost, AcquisitionHost {
    * Ends the re-entrant scope of `lock` before its release: work still running in its async
    * context (timers, listeners) no longer sees it through `current()` nor joins it re-entrantly,
    * and waits for the lock like any other caller. Used when a release is delayed (`holdAtLeast`).
-   * @internal
    */
-  endScope(lock: Lock): void {
+  private endScope(lock: Lock): void {
     this.scopesEnded.add(lock);
   }
 
@@ -303,8 +327,8 @@ export class LockManager implements LockHost, AcquisitionHost {
 
   // ---- LockHost: called by Lock handles ----
 
-  /** @internal */
-  checkHeld(lock: Lock): boolean {
+  /** Whether a lock is still held; loses it first when its lease ran out on the local clock. */
+  private checkHeld(lock: Lock): boolean {
     const lease = this.leases.get(lock);
     if (!lease || lease.state !== 'held') return false;
     if (monotonicNow() >= lease.validUntil) {
@@ -314,8 +338,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     return true;
   }
 
-  /** @internal */
-  async release(lock: Lock): Promise<boolean> {
+  /** Releases a held lock: to the next local waiter, a waiter queued in the item, or DynamoDB. */
+  private async release(lock: Lock): Promise<boolean> {
     const lease = this.leases.get(lock);
     if (!lease || lease.state !== 'held') return false;
     lease.state = 'released';
@@ -367,8 +391,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     });
   }
 
-  /** @internal */
-  async extend(lock: Lock, leaseDuration?: Duration): Promise<void> {
+  /** Renews a held lock now, optionally with a new lease. */
+  private async extend(lock: Lock, leaseDuration?: Duration): Promise<void> {
     const lease = this.leases.get(lock);
     const leaseMs = leaseDuration === undefined ? lease?.targetLeaseMs : parseLease(leaseDuration);
     // Why it is not held is the reason its signal carries (expired, taken, gone, shutdown...); the
@@ -392,8 +416,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     return () => this.listeners.delete(listener);
   }
 
-  /** @internal Passes an event to the trace of its acquisition or hold and to the listeners, never letting one break the lock. */
-  emit(event: LockEvent, trace?: LockTrace): void {
+  /** Passes an event to the trace of its acquisition or hold and to the listeners, never letting one break the lock. */
+  private emit(event: LockEvent, trace?: LockTrace): void {
     const failed = (error: unknown) => {
       this.options.logger.warn?.(EVENT_LISTENER_FAILED(event.type, error));
     };
@@ -413,8 +437,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     if (!lease.quiet) this.emit(event, lease.trace);
   }
 
-  /** @internal Emits the `waiting` event of a waiter, once: the key is busy and the call waits. */
-  noteWaiting(waiter: Waiter): void {
+  /** Emits the `waiting` event of a waiter, once: the key is busy and the call waits. */
+  private noteWaiting(waiter: Waiter): void {
     if (waiter.waiting) return;
     waiter.waiting = true;
     this.emit({ type: 'waiting', key: waiter.key, owner: waiter.owner, holder: waiter.holder }, waiter.trace);
@@ -520,7 +544,7 @@ export class LockManager implements LockHost, AcquisitionHost {
       return;
     }
     slot.polling = true;
-    const attempt = new RemoteAcquisition(this, waiter).run().then(
+    const attempt = new RemoteAcquisition(this.acquisitionHost, waiter).run().then(
       (lease) => {
         slot.polling = false;
         slot.holder = lease;
@@ -582,9 +606,8 @@ export class LockManager implements LockHost, AcquisitionHost {
   /**
    * At the deadline: busy when an answer showed another holder, or a caller of this process holds
    * the key or is ahead of `waiter` for it; otherwise unavailable, with the last DynamoDB error.
-   * @internal
    */
-  deadlineError(waiter: Waiter): LockBusyError | LockUnavailableError {
+  private deadlineError(waiter: Waiter): LockBusyError | LockUnavailableError {
     const slot = this.slots.get(waiter.storedKey);
     const ahead = slot !== undefined && !waiter.settled && this.nextWaiter(slot) !== waiter ? this.nextWaiter(slot) : undefined;
     if (waiter.holder !== undefined || slot?.holder !== undefined || ahead !== undefined) {
@@ -608,8 +631,8 @@ export class LockManager implements LockHost, AcquisitionHost {
     return slot !== undefined && slot.polling && !slot.holder && waiter.holder === undefined && this.nextWaiter(slot) === waiter;
   }
 
-  /** @internal */
-  busyError(waiter: Waiter): LockBusyError {
+  /** The busy error of a waiter: the holder it saw (or the local one), and when it may release. */
+  private busyError(waiter: Waiter): LockBusyError {
     const local = this.slots.get(waiter.storedKey)?.holder;
     if (!waiter.holder && local) {
       waiter.holder = { owner: this.options.ownerName, fencingToken: local.lock.fencingToken, leaseDuration: local.leaseMs };
@@ -630,17 +653,17 @@ export class LockManager implements LockHost, AcquisitionHost {
 
   // ---- Holding ----
 
-  /** @internal Starts holding a lock whose lease counts from monotonic time `sentAt`. */
-  hold(waiter: Waiter, record: LockRecord, sentAt: number, via: AcquiredVia): HeldLease {
+  /** Starts holding a lock whose lease counts from monotonic time `sentAt`. */
+  private hold(waiter: Waiter, record: LockRecord, sentAt: number, via: AcquiredVia): HeldLease {
     const controller = new AbortController();
-    const lock = new Lock({
+    const lock = createLock({
       key: waiter.key,
       owner: this.options.ownerName,
       fencingToken: record.fencingToken ?? 0,
       acquiredAt: new Date(),
       leaseId: waiter.token,
       controller,
-      host: this,
+      host: this.lockHost,
     });
     // A promoted waiter holds the item's (claim) lease until its first heartbeat renews it to its own.
     const leaseMs = Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);

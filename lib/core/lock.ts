@@ -1,7 +1,7 @@
 import { LockLostError } from '../errors/lock.errors';
 import { type Duration } from '../utils/duration';
 
-/** The part of the lock manager a {@link Lock} handle calls back into. @internal */
+/** The part of the lock manager a {@link Lock} handle calls back into. */
 export interface LockHost {
   release(lock: Lock): Promise<boolean>;
   extend(lock: Lock, leaseDuration?: Duration): Promise<void>;
@@ -9,7 +9,7 @@ export interface LockHost {
   checkHeld(lock: Lock): boolean;
 }
 
-/** Fields a {@link Lock} is created with. @internal */
+/** Fields a {@link Lock} is created with. */
 export interface LockFields {
   key: string;
   owner: string;
@@ -20,6 +20,19 @@ export interface LockFields {
   host: LockHost;
   /** For a nested acquisition of a key the async context already holds: the outer lock. */
   outer?: Lock;
+}
+
+let create: (fields: LockFields) => Lock;
+let nest: (lock: Lock) => Lock;
+
+/** Creates a lock handle (for the lock manager). */
+export function createLock(fields: LockFields): Lock {
+  return create(fields);
+}
+
+/** A handle for a nested (re-entrant) acquisition of `lock`, sharing its lease. */
+export function nestedLock(lock: Lock): Lock {
+  return nest(lock);
 }
 
 /**
@@ -53,8 +66,13 @@ export class Lock implements AsyncDisposable {
   readonly #host: LockHost;
   readonly #outer: Lock | undefined;
 
-  /** @internal Locks are created by the lock manager. */
-  constructor(fields: LockFields) {
+  static {
+    create = (fields) => new Lock(fields);
+    nest = (lock) => new Lock({ ...lock.#fields(), outer: lock.#outer ?? lock });
+  }
+
+  /** Locks are created by the lock manager only. */
+  private constructor(fields: LockFields) {
     this.key = fields.key;
     this.owner = fields.owner;
     this.fencingToken = fields.fencingToken;
@@ -115,12 +133,7 @@ export class Lock implements AsyncDisposable {
     await this.release();
   }
 
-  /** @internal A handle for a nested acquisition of this lock. */
-  nested(): Lock {
-    return new Lock({ ...this.fields(), outer: this.#outer ?? this });
-  }
-
-  private fields(): LockFields {
+  #fields(): LockFields {
     return {
       key: this.key,
       owner: this.owner,

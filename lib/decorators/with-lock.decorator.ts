@@ -13,6 +13,7 @@ import {
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/abortable-sleep';
+import { internalsOf } from '../core/lock.internals';
 import { copyMetadata } from './copy-metadata';
 import { LockKeyTemplate } from './lock-key.template';
 import { planOf, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.plan';
@@ -32,14 +33,14 @@ export type LockableMethod = (...args: never[]) => Promise<unknown> | Observable
  * With `onBusy: 'skip'` a skipped call resolves to (or emits) `undefined`: the method's declared
  * result must allow it (`Promise<void>`, `Promise<Report | undefined>`).
  */
-type SkipSafe<T> = T extends (...args: never[]) => Promise<infer V> | Observable<infer V>
+export type SkipSafe<T> = T extends (...args: never[]) => Promise<infer V> | Observable<infer V>
   ? undefined extends V
     ? unknown
     : SkipUnsafe
   : unknown;
 
 /** The compile error of a skipping method whose declared result cannot be `undefined`. */
-interface SkipUnsafe {
+export interface SkipUnsafe {
   /** Declare the result as `Promise<T | undefined>` (or `Observable<T | undefined>`): a skipped call resolves to `undefined`. */
   readonly 'onBusy: skip resolves to undefined when skipped: declare Promise<T | undefined>': never;
 }
@@ -166,7 +167,7 @@ async function runLocked(
   const acquiredAt = monotonicNow();
   let value: unknown;
   try {
-    value = await service.runHolding(lock, () => original.apply(self, args));
+    value = await internalsOf(service).runHolding(lock, () => original.apply(self, args));
   } catch (error) {
     await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs);
     throw error;
@@ -175,7 +176,7 @@ async function runLocked(
     return {
       value,
       release: () => releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs),
-      hold: (fn) => service.runHolding(lock, fn),
+      hold: (fn) => internalsOf(service).runHolding(lock, fn),
     };
   }
   await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs);
@@ -185,10 +186,11 @@ async function runLocked(
 /** Releases now, or — with `holdAtLeast` — once that much time has passed since acquisition. */
 async function releaseAfterHold(service: LockService, lock: Lock, acquiredAt: number, holdMs: number): Promise<void> {
   const remaining = acquiredAt + holdMs - monotonicNow();
-  if (remaining <= 0 || lock.isReentrant) return service.releaseQuietly(lock);
+  const { releaseQuietly, endScope } = internalsOf(service);
+  if (remaining <= 0 || lock.isReentrant) return releaseQuietly(lock);
   // The method is done: work it left running must not join the lock re-entrantly meanwhile.
-  service.endScope(lock);
-  setTimeout(() => void service.releaseQuietly(lock), remaining).unref();
+  endScope(lock);
+  setTimeout(() => void releaseQuietly(lock), remaining).unref();
 }
 
 /** An Observable that acquires on subscription and releases when the method's Observable ends or is unsubscribed. */

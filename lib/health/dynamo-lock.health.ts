@@ -2,6 +2,7 @@ import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { LockService } from '../lock.service';
+import { internalsOf } from '../core/lock.internals';
 import { LockStore } from '../store/lock.store';
 import { MemoryLockStore } from '../store/memory-lock.store';
 import { type Duration, parseDuration } from '../utils/duration';
@@ -98,7 +99,7 @@ export class DynamoLockHealthIndicator {
   ): Promise<HealthIndicatorResult<Key>> {
     const timeoutMs = options.timeout === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : parseDuration(options.timeout, 'timeout');
     const indicator = this.healthIndicatorService.check(key);
-    const store = this.lockService.store;
+    const store = internalsOf(this.lockService).store;
     if (!(store instanceof LockStore)) {
       const details: DynamoLockHealthDetails = { store: store instanceof MemoryLockStore ? 'memory' : 'custom' };
       return indicator.up(details);

@@ -13,7 +13,7 @@ export interface DynamoLockTestingOptions extends Omit<DynamoLockOptions, 'creat
    * modules to make them act like instances of an app sharing one table, or to look at the
    * records a test left behind.
    */
-  store?: DynamoLockOptions['store'];
+  store?: NonNullable<DynamoLockOptions['store']>;
   /** Register the module globally, as `forRoot()` does (default `true`). */
   isGlobal?: boolean;
 }

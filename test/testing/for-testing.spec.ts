@@ -18,6 +18,7 @@ import {
   MemoryLockStore,
   WithLock,
 } from '../../lib';
+import { internalsOf } from '../../lib/core/lock.internals';
 import { findFreePort } from '../support/free-port';
 import { MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
@@ -98,7 +99,7 @@ describe('DynamoLockModule.forTesting()', () => {
 
     it('provides a LockService backed by the memory store', () => {
       expect(locks).toBeInstanceOf(LockService);
-      expect(locks.store).toBeInstanceOf(MemoryLockStore);
+      expect(internalsOf(locks).store).toBeInstanceOf(MemoryLockStore);
     });
 
     it('@WithLock excludes concurrent calls on one key, with increasing fencing tokens', async () => {
@@ -163,7 +164,7 @@ describe('DynamoLockModule.forTesting()', () => {
     });
 
     it('rejects a whitespace-only key, and a whitespace-only @WithLock value, before any request', async () => {
-      const store = locks.store as MemoryLockStore;
+      const store = internalsOf(locks).store as MemoryLockStore;
       const reads = jest.spyOn(store, 'read');
       const writes = jest.spyOn(store, 'acquire');
       const records = store.size;
