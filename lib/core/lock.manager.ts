@@ -69,8 +69,10 @@ const LATE_ANSWER_SLACK_MS = 20;
 export class LockManager {
   /** The options in force, defaults applied. */
   readonly options: ResolvedLockOptions;
-  /** The DynamoDB client in use. */
-  readonly client: DynamoDBClient;
+  /** The client passed as `client`, or the one this manager created (and destroys at `close()`). */
+  private readonly givenClient: DynamoDBClient | undefined;
+  private createdClient: DynamoDBClient | undefined;
+  private readonly clientConfig: DynamoLockOptions['clientConfig'];
   private readonly store: LockStorePort;
   /** What this process learned about contended keys. */
   private readonly history = new KeyHistory();
@@ -82,7 +84,6 @@ export class LockManager {
   };
   /** What remote acquisitions use of this manager. */
   private readonly acquisitionHost: AcquisitionHost;
-  private readonly ownsClient: boolean;
   private readonly context = new LockContext();
   private readonly slots = new Map<string, KeySlot>();
   private readonly leases = new Map<Lock, HeldLease>();
@@ -102,8 +103,8 @@ export class LockManager {
   /** @throws LockConfigurationError when an option is invalid. */
   constructor(options: DynamoLockOptions = {}) {
     this.options = resolveLockOptions(options);
-    this.ownsClient = !options.client;
-    this.client = options.client ?? createClient(options);
+    this.givenClient = options.client;
+    this.clientConfig = options.clientConfig;
     if (this.options.onEvent) this.listeners.add(this.options.onEvent);
     if (this.options.telemetry) this.loadTelemetry();
     this.store =
@@ -131,6 +132,14 @@ export class LockManager {
       releaseQuietly: (lock) => this.releaseQuietly(lock),
       endScope: (lock) => this.endScope(lock),
     });
+  }
+
+  /**
+   * The DynamoDB client in use: the `client` option, or one created from `clientConfig` on first
+   * use (with a custom `store`, such as `forTesting()`'s memory store, none is created unless asked for).
+   */
+  get client(): DynamoDBClient {
+    return this.givenClient ?? (this.createdClient ??= createDynamoClient(this.clientConfig));
   }
 
   /**
@@ -322,7 +331,7 @@ export class LockManager {
     for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
     await Promise.allSettled(held.map((lease) => this.release(lease.lock)));
     this.scheduler.close();
-    if (this.ownsClient) this.client.destroy();
+    this.createdClient?.destroy();
   }
 
   // ---- LockHost: called by Lock handles ----
@@ -859,9 +868,4 @@ function expiryCause(lease: HeldLease): ExpiryCause {
  */
 function safetyMargin(leaseMs: number): number {
   return Math.min(1_000, Math.ceil(leaseMs * 0.1));
-}
-
-/** The client the manager owns: `clientConfig`, with the endpoint from `DYNAMODB_ENDPOINT` when it sets none. */
-function createClient(options: DynamoLockOptions): DynamoDBClient {
-  return createDynamoClient(options.clientConfig);
 }

@@ -7,6 +7,8 @@ import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   DynamoLockModule,
@@ -71,6 +73,29 @@ class InvoiceService {
     return 'report done';
   }
 }
+
+describe('the memory store without a DynamoDB client', () => {
+  it('creates no DynamoDB client, so unit tests see none of the AWS SDK warnings', async () => {
+    // A fresh process: the SDK warns once per process, when a client is created (on Node 20, about Node 22).
+    const script = `
+      const { LockManager, MemoryLockStore } = require('./dist/standalone');
+      (async () => {
+        const locks = new LockManager({ store: new MemoryLockStore() });
+        const lock = await locks.acquire('k');
+        await lock.release();
+        await locks.close();
+        console.log('ok');
+      })();`;
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await once(child, 'exit');
+    expect(stdout.trim()).toBe('ok');
+    expect(stderr).toBe('');
+  });
+});
 
 describe('DynamoLockModule.forTesting()', () => {
   let send: ReturnType<typeof jest.spyOn>;
