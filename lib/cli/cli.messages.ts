@@ -28,6 +28,9 @@ export const DURATION_TOO_LONG = () => `at most 24 days`;
 
 export const WAIT_ZERO = () => `it must be more than zero; to try only once, use --no-wait`;
 
+export const INVALID_LEASE_ID = (value: string) =>
+  `${quote(value)} is not a lease id: a lease id is the 32 hexadecimal characters \`${PROGRAM} acquire\` printed (check for a truncated or mistyped copy).`;
+
 export const INVALID_JSON = (option: string, reason: string) => `${option} must be JSON, e.g. '{"job":"deploy"}' or '"text"': ${reason}.`;
 
 export const INVALID_TABLE_NAME = (name: string) =>
@@ -112,7 +115,7 @@ export const NO_LOCKS = (prefix: string) => (prefix ? `No locks held with keys s
 // ---- AWS and infrastructure (exit 4) ----
 
 export const TABLE_NOT_FOUND = (table: string) =>
-  `DynamoDB table ${quote(table)} does not exist (create it with \`${PROGRAM} table-create --table ${table}\`).`;
+  `DynamoDB table ${quote(table)} does not exist: name the table you use with --table (or DYNAMO_LOCK_TABLE), or create this one with \`${PROGRAM} table-create --table ${table}\`.`;
 
 export const ENDPOINT_UNREACHABLE = (endpoint: string | undefined, detail: string) =>
   `cannot reach DynamoDB${endpoint ? ` at ${endpoint}` : ''}: ${detail}.`;
@@ -148,12 +151,13 @@ export const EXIT_CODES_HELP = () =>
 export const ENVIRONMENT_HELP = () =>
   [
     'Environment:',
-    '  DYNAMO_LOCK_TABLE       lock table (--table; default "nestjs-dynamo-lock")',
-    '  DYNAMODB_ENDPOINT       DynamoDB endpoint URL (--endpoint), e.g. http://localhost:8000',
-    '  AWS_REGION              AWS region (--region)',
-    '  AWS_PROFILE             AWS profile (--profile); other AWS_* variables work as in the AWS CLI',
-    '  DYNAMO_LOCK_OWNER       owner name stored with locks (--owner)',
-    '  DYNAMO_LOCK_KEY_PREFIX  prefix added to every lock name (--key-prefix)',
+    '  DYNAMO_LOCK_TABLE          lock table (--table; default "nestjs-dynamo-lock")',
+    '  AWS_ENDPOINT_URL_DYNAMODB  DynamoDB endpoint URL, e.g. http://localhost:8000 (the AWS SDK reads it too)',
+    '  DYNAMODB_ENDPOINT          DynamoDB endpoint URL (--endpoint), e.g. http://localhost:8000',
+    '  AWS_REGION                 AWS region (--region)',
+    '  AWS_PROFILE                AWS profile (--profile); other AWS_* variables work as in the AWS CLI',
+    '  DYNAMO_LOCK_OWNER          owner name stored with locks (--owner)',
+    '  DYNAMO_LOCK_KEY_PREFIX     prefix added to every lock name (--key-prefix)',
   ].join('\n');
 
 // ---- Helpers ----

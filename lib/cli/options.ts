@@ -57,7 +57,10 @@ export function jsonOption(): Option {
  * @throws UsageError naming the option and listing the accepted forms.
  */
 export function parseDurationOption(value: string, option: string): number {
-  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) throw new UsageError(INVALID_DURATION(option, value, DURATION_NEEDS_UNIT(value)));
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) {
+    const zeroWait = option === '--wait' && Number(value) === 0;
+    throw new UsageError(INVALID_DURATION(option, value, zeroWait ? WAIT_ZERO() : DURATION_NEEDS_UNIT(value)));
+  }
   try {
     return parseDuration(value, option);
   } catch (error) {

@@ -2,7 +2,6 @@ import { CommandRunner } from './command-runner';
 import { reportError } from './error-report';
 import { ExitCode, signalExitCode } from './exit-codes';
 import { CliIo } from './io';
-import { protectLeaseIds } from './lease-id-args';
 import { buildProgram } from './program';
 
 /**
@@ -38,7 +37,7 @@ export async function execute(argv: readonly string[], io: CliIo): Promise<numbe
   const runner = new CommandRunner(io);
   try {
     const program = buildProgram(runner);
-    await program.parseAsync(protectLeaseIds(argv, program));
+    await program.parseAsync(argv);
     return runner.exitCode;
   } catch (error) {
     return reportError(error, io, debugRequested(argv), runner.errorContext);

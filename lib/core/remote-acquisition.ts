@@ -232,7 +232,7 @@ export class RemoteAcquisition {
       this.uncertain = true;
       this.waiter.lastError = error;
       if (monotonicNow() >= this.waiter.deadline) throw this.host.deadlineError(this.waiter);
-      const pause = Math.min(jitter(this.retryMs), Math.max(0, this.waiter.deadline - monotonicNow()));
+      const pause = Math.round(Math.min(jitter(this.retryMs), Math.max(0, this.waiter.deadline - monotonicNow())));
       this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, pause));
       this.host.emit(
         { type: 'retry', key: this.waiter.key, owner: this.waiter.owner, operation: 'acquire', error, delayMs: pause },

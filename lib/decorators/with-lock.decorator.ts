@@ -15,6 +15,7 @@ import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/abortable-sleep';
 import { internalsOf } from '../core/lock.internals';
 import { copyMetadata } from './copy-metadata';
+import { hasRestParameter } from './rest-parameter';
 import { LockKeyTemplate } from './lock-key.template';
 import { planOf, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.plan';
 
@@ -96,7 +97,8 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     // Without decorator metadata (plain JavaScript, some bundlers) the parameter count is unknown:
     // `Function.length` stops at a default or rest parameter.
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
-    const keyTemplate = new LockKeyTemplate(template, where, paramTypes?.length);
+    // A rest parameter takes any number of arguments, which the metadata counts as one.
+    const keyTemplate = new LockKeyTemplate(template, where, hasRestParameter(original) ? undefined : paramTypes?.length);
     const plan = planOf(options, where);
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
     const returnsObservable = isObservableType(returnType);

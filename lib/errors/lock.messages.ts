@@ -65,8 +65,13 @@ export const INVALID_WAIT = (value: unknown) =>
 export const TABLE_MISSING = (tableName: string) =>
   `DynamoDB table "${tableName}" for locks does not exist. Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}\`, or with: aws dynamodb create-table --table-name ${tableName} --attribute-definitions AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH --billing-mode PAY_PER_REQUEST`;
 
-export const TABLE_WRONG_SCHEMA = (tableName: string, actual: string) =>
-  `DynamoDB table "${tableName}" has the wrong key schema for locks: ${actual}. Expected exactly one partition key named "key" of type String (S) and no sort key. Point tableName at another table, or let the library create one with \`createTable: true\`.`;
+/** `createTable` is whether the option is on already: it creates missing tables only, and cannot fix this one. */
+export const TABLE_WRONG_SCHEMA = (tableName: string, actual: string, createTable: boolean) =>
+  `DynamoDB table "${tableName}" has the wrong key schema for locks: ${actual}. Expected exactly one partition key named "key" of type String (S) and no sort key. ${
+    createTable
+      ? 'createTable only creates a missing table and never changes an existing one: point tableName at a name no table uses (it is then created), or at a table with that schema.'
+      : 'Point tableName at another table, or at a name no table uses and set `createTable: true` to have it created.'
+  }`;
 
 export const TABLE_NOT_ACTIVE = (tableName: string, status: string, waitedMs: number) =>
   `DynamoDB table "${tableName}" is still ${status} after ${waitedMs} ms.`;
@@ -190,12 +195,12 @@ export const HEARTBEAT_FAILED = (key: string, error: unknown, remainingMs: numbe
   `Heartbeat for lock "${key}" failed (${errorText(error)}); retrying, ${remainingMs} ms of lease left.`;
 
 export const TRANSIENT_RETRY = (operation: string, key: string, error: unknown, delayMs: number) =>
-  `${operation} of lock "${key}" hit a transient DynamoDB error (${errorText(error)}); retrying in ${delayMs} ms.`;
-
-export const TTL_UNSUPPORTED = (tableName: string, error: unknown) =>
-  `Could not enable TTL on table "${tableName}" (${errorText(error)}); released lock items will not be cleaned up automatically on this server.`;
+  `${operation} of lock "${key}" hit a transient DynamoDB error (${errorText(error)}); retrying in ${Math.round(delayMs)} ms.`;
 
 export const TABLE_CREATED = (tableName: string) => `Created DynamoDB lock table "${tableName}" (on-demand, TTL on attribute "ttl").`;
+
+export const TABLE_CREATED_WITHOUT_TTL = (tableName: string, error: unknown) =>
+  `Created DynamoDB lock table "${tableName}" (on-demand), but TTL could not be enabled on it (${errorText(error)}): released lock items will not be cleaned up automatically on this server (dynalite has no TTL; DynamoDB and DynamoDB Local do).`;
 
 export const EVENT_LISTENER_FAILED = (type: string, error: unknown) =>
   `Lock event listener threw on "${type}" (ignored): ${errorText(error)}`;
@@ -262,7 +267,7 @@ export const TEMPLATE_MALFORMED = (where: string, template: string, reason: stri
   `@WithLock('${template}') on ${where}: malformed template: ${reason}. ${TEMPLATE_HELP}`;
 
 export const TEMPLATE_ARGUMENT_MISSING = (where: string, template: string, placeholder: string, count: number) =>
-  `@WithLock('${template}') on ${where}: ${placeholder} names an argument the method does not have (it declares ${count} parameter${count === 1 ? '' : 's'}, so <0>${count > 1 ? ` to <${count - 1}>` : ''} ${count === 0 ? 'cannot be used' : 'are available'}).`;
+  `@WithLock('${template}') on ${where}: ${placeholder} names an argument the method does not have (it declares ${count} parameter${count === 1 ? '' : 's'}, so ${count === 0 ? 'no <N> can be used' : count === 1 ? 'only <0> is available' : `<0> to <${count - 1}> are available`}).`;
 
 export const TEMPLATE_ADJACENT_PLACEHOLDERS = (where: string, template: string) =>
   `@WithLock('${template}') on ${where}: placeholders must be separated by fixed text (for example '<0>:<1>'), or keys of different arguments could collide.`;

@@ -32,7 +32,10 @@ export interface DynamoLockOptions {
   ttlDays?: number;
   /** The DynamoDB client to use. The library never destroys a client it was given. */
   client?: DynamoDBClient;
-  /** Configuration for a client the library creates (and destroys on shutdown). Env `DYNAMODB_ENDPOINT` sets its endpoint when none is given. */
+  /**
+   * Configuration for a client the library creates (and destroys on shutdown). Without an
+   * `endpoint`, env `DYNAMODB_ENDPOINT` sets it, else the AWS SDK's own `AWS_ENDPOINT_URL_DYNAMODB`.
+   */
   clientConfig?: DynamoDBClientConfig;
   /** Create the table (on-demand, TTL on) at start-up when it is missing. Default `false`. */
   createTable?: boolean;

@@ -19,7 +19,7 @@ import {
   TABLE_MISSING,
   TABLE_NOT_ACTIVE,
   TABLE_WRONG_SCHEMA,
-  TTL_UNSUPPORTED,
+  TABLE_CREATED_WITHOUT_TTL,
 } from '../errors/lock.messages';
 import { sleep } from '../utils/abortable-sleep';
 import { describeEndpoint, type EndpointInfo, isHttpUrl } from './dynamo-endpoint';
@@ -64,7 +64,7 @@ async function checkTable(client: DynamoDBClient, tableName: string, options: En
     if (!options.create) throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
     table = await createLockTable(client, tableName, options.logger);
   }
-  assertSchema(tableName, table);
+  assertSchema(tableName, table, options.create);
   if (table.TableStatus !== 'ACTIVE') await waitUntilActive(client, tableName);
 }
 
@@ -77,6 +77,7 @@ export async function createLockTable(
   tableName: string,
   logger?: Pick<LoggerService, 'log' | 'warn'>,
 ): Promise<TableDescription> {
+  let created = false;
   try {
     await client.send(
       new CreateTableCommand({
@@ -86,7 +87,7 @@ export async function createLockTable(
         BillingMode: 'PAY_PER_REQUEST',
       }),
     );
-    logger?.log(TABLE_CREATED(tableName));
+    created = true;
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
   }
@@ -95,9 +96,11 @@ export async function createLockTable(
     await client.send(
       new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: ATTR.ttl, Enabled: true } }),
     );
+    if (created) logger?.log(TABLE_CREATED(tableName));
   } catch (error) {
-    // dynalite has no TTL API; a table whose TTL was enabled by a concurrent creator answers with a validation error.
-    logger?.warn(TTL_UNSUPPORTED(tableName, error));
+    // dynalite has no TTL API; a table whose TTL was enabled by a concurrent creator answers with a
+    // validation error. One line says what was created and what was not.
+    if (created) logger?.warn(TABLE_CREATED_WITHOUT_TTL(tableName, error));
   }
   return table;
 }
@@ -130,13 +133,13 @@ async function describe(client: DynamoDBClient, tableName: string): Promise<Tabl
   }
 }
 
-function assertSchema(tableName: string, table: TableDescription): void {
+function assertSchema(tableName: string, table: TableDescription, createTable: boolean): void {
   const keys = table.KeySchema ?? [];
   const types = new Map((table.AttributeDefinitions ?? []).map((d) => [d.AttributeName, d.AttributeType]));
   const ok = keys.length === 1 && keys[0].AttributeName === ATTR.key && keys[0].KeyType === 'HASH' && types.get(ATTR.key) === 'S';
   if (!ok) {
     const actual = keys.map((k) => `${k.KeyType} "${k.AttributeName}" (${types.get(k.AttributeName) ?? '?'})`).join(', ') || 'none';
-    throw new LockTableError(TABLE_WRONG_SCHEMA(tableName, actual), tableName, 'wrong-schema');
+    throw new LockTableError(TABLE_WRONG_SCHEMA(tableName, actual, createTable), tableName, 'wrong-schema');
   }
 }
 

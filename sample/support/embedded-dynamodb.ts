@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
 
-/** A DynamoDB server for the sample: the one in `DYNAMODB_ENDPOINT`, or dynalite started in this process. */
+/** A DynamoDB server for the sample: the one in `AWS_ENDPOINT_URL_DYNAMODB` (or `DYNAMODB_ENDPOINT`), or dynalite started in this process. */
 export interface SampleDynamoDB {
   endpoint: string;
   embedded: boolean;
@@ -9,12 +9,13 @@ export interface SampleDynamoDB {
 }
 
 /**
- * Uses `DYNAMODB_ENDPOINT` when set (DynamoDB Local, or real AWS with its usual credentials);
+ * Uses `AWS_ENDPOINT_URL_DYNAMODB` (the AWS SDK's own variable) or `DYNAMODB_ENDPOINT` when set
+ * (DynamoDB Local, or real AWS with its usual credentials);
  * otherwise starts dynalite in memory on a free loopback port and points the SDK at it with
  * dummy credentials, so `npm start` needs no AWS account.
  */
 export async function startSampleDynamoDB(): Promise<SampleDynamoDB> {
-  const given = process.env.DYNAMODB_ENDPOINT;
+  const given = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.DYNAMODB_ENDPOINT;
   if (given) return { endpoint: given, embedded: false, stop: async () => undefined };
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {

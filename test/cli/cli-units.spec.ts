@@ -4,14 +4,14 @@
  * (fake) terminal. The commands themselves are tested end to end in `cli.e2e-spec.ts`.
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
-import { Command, CommanderError } from 'commander';
+import { CommanderError } from 'commander';
 import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../../lib';
 import type { LockInfo } from '../../lib';
 import { CliError, UsageError } from '../../lib/cli/cli.errors';
 import { classifyError } from '../../lib/cli/error-report';
 import { childExitCode, ExitCode, signalExitCode } from '../../lib/cli/exit-codes';
 import { CliIo, type TextSink } from '../../lib/cli/io';
-import { protectLeaseIds } from '../../lib/cli/lease-id-args';
+import { parseLeaseId } from '../../lib/cli/lease-id-args';
 import { parseDataOption, parseDurationOption, parseWaitOption } from '../../lib/cli/options';
 import { formatDuration, relativeTime } from '../../lib/cli/output/format-time';
 import { lockInfoJson, lockInfoRow, LOCK_COLUMNS } from '../../lib/cli/output/lock-info.view';
@@ -89,30 +89,24 @@ describe('duration options', () => {
   });
 });
 
-describe('lease ids that begin with "-"', () => {
-  const program = new Command('dynamo-lock').option('-q, --quiet').option('--table <name>');
-  program.command('renew').option('-l, --lease-duration <duration>');
-  program.command('release');
-  program.command('exec').option('-n, --no-wait');
-  const argv = (...args: string[]) => ['node', 'main.js', ...args];
-
-  it('are moved behind "--" for renew and release', () => {
-    expect(protectLeaseIds(argv('release', 'deploy', '-hQ3xAAAAAAAAAAAAAAAAA'), program)).toEqual(
-      argv('release', 'deploy', '--', '-hQ3xAAAAAAAAAAAAAAAAA'),
-    );
-    expect(protectLeaseIds(argv('--quiet', 'renew', 'deploy', '--zAAAAAAAAAAAAAAAAAAA', '-l', '5m'), program)).toEqual(
-      argv('--quiet', 'renew', 'deploy', '-l', '5m', '--', '--zAAAAAAAAAAAAAAAAAAA'),
-    );
+describe('lease id arguments', () => {
+  it('accept the 32 hexadecimal characters acquire prints', () => {
+    expect(parseLeaseId('0123456789abcdef0123456789abcdef')).toBe('0123456789abcdef0123456789abcdef');
   });
 
-  it('leave ordinary ids, options and other commands alone', () => {
-    for (const args of [
-      argv('release', 'deploy', 'Q3xAAAAAAAAAAAAAAAAAAA'),
-      argv('renew', 'deploy', 'abc', '--lease-duration', '5m'),
-      argv('exec', 'deploy', '--', 'echo', '-hQ3xAAAAAAAAAAAAAAAAA'),
-      argv('exec', 'deploy', '-hQ3xAAAAAAAAAAAAAAAAA'),
+  it('refuse anything else as a usage error (exit 2), before any request', () => {
+    for (const bad of [
+      '',
+      'abc',
+      '0123456789abcdef0123456789abcde',
+      '0123456789ABCDEF0123456789ABCDEF',
+      '-hQ3xAAAAAAAAAAAAAAAAA',
+      ' 0123456789abcdef0123456789abcdef',
     ]) {
-      expect(protectLeaseIds(args, program)).toEqual(args);
+      expect(() => parseLeaseId(bad)).toThrow(UsageError);
+      expect(() => parseLeaseId(bad)).toThrow(
+        /is not a lease id: a lease id is the 32 hexadecimal characters `dynamo-lock acquire` printed/,
+      );
     }
   });
 });
@@ -189,7 +183,8 @@ describe('exit codes', () => {
     const notFound = Object.assign(new Error('Requested resource not found'), { name: 'ResourceNotFoundException', $metadata: {} });
     expect(classifyError(notFound, { tableName: 'locks' })).toEqual({
       exitCode: 4,
-      message: 'DynamoDB table "locks" does not exist (create it with `dynamo-lock table-create --table locks`).',
+      message:
+        'DynamoDB table "locks" does not exist: name the table you use with --table (or DYNAMO_LOCK_TABLE), or create this one with `dynamo-lock table-create --table locks`.',
     });
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
     expect(classifyError(refused, { endpoint: 'http://127.0.0.1:1' })).toEqual({

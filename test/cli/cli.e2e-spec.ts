@@ -173,7 +173,7 @@ describeEachServer('dynamo-lock CLI', (server) => {
       expectExit(result, 4);
       expect(result.stdout).toBe('');
       expect(lines(result.stderr)).toEqual([
-        `dynamo-lock: DynamoDB table "${missing}" does not exist (create it with \`dynamo-lock table-create --table ${missing}\`).`,
+        `dynamo-lock: DynamoDB table "${missing}" does not exist: name the table you use with --table (or DYNAMO_LOCK_TABLE), or create this one with \`dynamo-lock table-create --table ${missing}\`.`,
       ]);
     });
   });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DynamoLockModule, type DynamoLockOptions, LockConfigurationError, LockService } from '../../lib';
-import { LockFixture } from '../support/lock-fixture';
+import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
 
 describeEachServer('DynamoLockModule', (server) => {
@@ -130,8 +130,14 @@ describeEachServer('DynamoLockModule', (server) => {
       try {
         const error = await boot([DynamoLockModule.forRoot(options({ tableName: wrong }))]).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(LockConfigurationError);
+        const schema = `DynamoDB table "${wrong}" has the wrong key schema for locks: HASH "pk" (S), RANGE "sk" (N). Expected exactly one partition key named "key" of type String (S) and no sort key.`;
         expect((error as Error).message).toBe(
-          `DynamoDB table "${wrong}" has the wrong key schema for locks: HASH "pk" (S), RANGE "sk" (N). Expected exactly one partition key named "key" of type String (S) and no sort key. Point tableName at another table, or let the library create one with \`createTable: true\`.`,
+          `${schema} Point tableName at another table, or at a name no table uses and set \`createTable: true\` to have it created.`,
+        );
+        // With createTable already on, the advice is not to turn it on.
+        const again = await boot([DynamoLockModule.forRoot(options({ tableName: wrong, createTable: true }))]).catch((e: unknown) => e);
+        expect((again as Error).message).toBe(
+          `${schema} createTable only creates a missing table and never changes an existing one: point tableName at a name no table uses (it is then created), or at a table with that schema.`,
         );
       } finally {
         await deleteTable(client, wrong);
@@ -139,9 +145,21 @@ describeEachServer('DynamoLockModule', (server) => {
       }
     });
 
-    it('creates a missing table with createTable: true (TTL on where the server supports it)', async () => {
+    it('creates a missing table with createTable: true (TTL on where the server supports it), said in one line', async () => {
       const created = uniqueTableName('created');
-      const app = await boot([DynamoLockModule.forRoot(options({ tableName: created, createTable: true }))]);
+      const logger = new MemoryLogger();
+      const app = await boot([DynamoLockModule.forRoot(options({ tableName: created, createTable: true, logger }))]);
+      // One honest line: TTL on, or the table without TTL and why (dynalite has no TTL API).
+      const lines = logger.lines.filter((line) => line.message.includes(created));
+      expect(lines).toHaveLength(1);
+      if (server.name === 'dynalite') {
+        expect(lines[0]).toMatchObject({ level: 'warn', message: expect.stringMatching(/, but TTL could not be enabled on it/) });
+      } else {
+        expect(lines[0]).toEqual({
+          level: 'log',
+          message: `Created DynamoDB lock table "${created}" (on-demand, TTL on attribute "ttl").`,
+        });
+      }
       const locks = app.get(LockService);
       const lock = await locks.acquire('in-new-table');
       expect(lock.isHeld).toBe(true);

@@ -16,7 +16,7 @@ import {
  * Jest global setup: starts the DynamoDB-compatible servers the tests run
  * against and publishes them to the workers in `DYNAMO_LOCK_TEST_ENDPOINTS`.
  *
- * - `DYNAMODB_ENDPOINT=http://...`: use only that server ("external"), start nothing.
+ * - `AWS_ENDPOINT_URL_DYNAMODB=http://...` (or `DYNAMODB_ENDPOINT`): use only that server ("external"), start nothing.
  * - `DYNAMO_LOCK_TEST_SERVERS=dynalite` (or `dynamodb-local`, or both comma-separated):
  *   start only those; default is both.
  * - `DYNAMO_LOCK_TEST_STARTUP_TIMEOUT_MS`: how long DynamoDB Local may take to start (30 s).
@@ -29,7 +29,7 @@ export default async function globalSetup(
   // The SDK warns about Node 20 on first client creation; that is noise in tests.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-  const external = process.env[EXTERNAL_ENDPOINT_ENV];
+  const external = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env[EXTERNAL_ENDPOINT_ENV];
   if (external) {
     publish([{ name: 'external', endpoint: external }], 'external server', started);
     return;

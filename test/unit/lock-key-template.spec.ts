@@ -55,7 +55,7 @@ describe('LockKeyTemplate', () => {
     const error = errorOf(() => new LockKeyTemplate('invoice-<1>', where, 1));
     expect(error).toBeInstanceOf(LockValidationError);
     expect(error.message).toBe(
-      "@WithLock('invoice-<1>') on InvoiceService.pay: <1> names an argument the method does not have (it declares 1 parameter, so <0> are available).",
+      "@WithLock('invoice-<1>') on InvoiceService.pay: <1> names an argument the method does not have (it declares 1 parameter, so only <0> is available).",
     );
   });
 

@@ -3,6 +3,7 @@ import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';
 import type { Session } from '../session';
 import { leaseNotHeld } from './lease-holder';
+import { parseLeaseId } from '../lease-id-args';
 
 const EXAMPLES = `
 Examples:
@@ -18,7 +19,7 @@ export function registerRelease(program: Command, runner: CommandRunner): void {
     .command('release')
     .description('Release a lease taken with "acquire".')
     .argument('<name>', 'lock name')
-    .argument('<lease-id>', 'lease id printed by acquire')
+    .argument('<lease-id>', 'lease id printed by acquire', parseLeaseId)
     .addHelpText('after', EXAMPLES)
     .action((name: string, leaseId: string, _options: unknown, cmd: Command) =>
       runner.run(cmd, (session) => release(session, name, leaseId)),

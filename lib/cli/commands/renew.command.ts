@@ -7,6 +7,7 @@ import { ExitCode } from '../exit-codes';
 import { parseDurationOption } from '../options';
 import type { Session } from '../session';
 import { leaseNotHeld } from './lease-holder';
+import { parseLeaseId } from '../lease-id-args';
 
 const EXAMPLES = `
 Examples:
@@ -25,7 +26,7 @@ export function registerRenew(program: Command, runner: CommandRunner): void {
     .command('renew')
     .description('Renew a lease taken with "acquire": it runs for the lease duration again from now. Prints the lease id.')
     .argument('<name>', 'lock name')
-    .argument('<lease-id>', 'lease id printed by acquire')
+    .argument('<lease-id>', 'lease id printed by acquire', parseLeaseId)
     .option('-l, --lease-duration <duration>', 'new lease duration (default: the lease duration it has)')
     .addHelpText('after', EXAMPLES)
     .action((name: string, leaseId: string, options: RenewOptions, cmd: Command) =>
