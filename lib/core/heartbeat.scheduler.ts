@@ -1,4 +1,4 @@
-import { monotonicNow } from '../utils/abortable-sleep';
+import { monotonicNow } from '../utils/clock';
 
 /** What the scheduler needs to know of a held lock (times on the local monotonic clock). */
 export interface ScheduledLease {

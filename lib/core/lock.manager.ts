@@ -34,7 +34,7 @@ import type { LockRecord } from '../store/lock-record';
 import { createDynamoClient } from '../store/dynamo-endpoint';
 import { LockStore } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
-import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
+import { jitter, monotonicNow, sleep } from '../utils/clock';
 import { type Duration, parseLease } from '../utils/duration';
 import { serializeData, toStoredKey } from '../utils/lock-key.validation';
 import { randomToken } from '../utils/random-token';

@@ -5,7 +5,7 @@ import type { LockRecord } from '../store/lock-record';
 import { type AcquireCondition, CLAIM_LEASE_MS, type WriteResult } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
-import { jitter, monotonicNow, sleep } from '../utils/abortable-sleep';
+import { jitter, monotonicNow, sleep } from '../utils/clock';
 import type { KeyHistory, RecordObservation } from './key-history';
 import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
 import type { LockTrace } from '../observability/lock.telemetry';

@@ -12,7 +12,7 @@ import {
 } from '../errors/lock.messages';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { LockService } from '../lock.service';
-import { monotonicNow } from '../utils/abortable-sleep';
+import { monotonicNow } from '../utils/clock';
 import { internalsOf } from '../core/lock.internals';
 import { copyMetadata } from './copy-metadata';
 import { hasRestParameter } from './rest-parameter';

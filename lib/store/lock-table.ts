@@ -21,7 +21,7 @@ import {
   TABLE_WRONG_SCHEMA,
   TABLE_CREATED_WITHOUT_TTL,
 } from '../errors/lock.messages';
-import { sleep } from '../utils/abortable-sleep';
+import { sleep } from '../utils/clock';
 import { describeEndpoint, type EndpointInfo, isHttpUrl } from './dynamo-endpoint';
 import { ATTR } from './lock-record';
 import { connectionProblem, isTransientError } from './transient-error';

@@ -1,3 +1,5 @@
+/** The local clock: monotonic time, abortable sleeps and jitter. Never compared across hosts. */
+
 /**
  * Resolves after `ms`, or rejects with the signal's reason as soon as it aborts.
  */
