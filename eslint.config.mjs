@@ -29,6 +29,24 @@ export default defineConfig(
     },
   },
   {
+    // The engine stays free of Nest and RxJS: the standalone entry point and the CLI run without them.
+    files: ['lib/core/**/*.ts', 'lib/store/**/*.ts', 'lib/utils/**/*.ts', 'lib/errors/**/*.ts', 'lib/interfaces/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@nestjs/*'],
+              message: 'The engine (core, store, utils, errors, interfaces) must not depend on Nest: use LockLogger and plain types.',
+            },
+            { group: ['rxjs', 'rxjs/*'], message: 'The engine must not depend on RxJS.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.cjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

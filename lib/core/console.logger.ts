@@ -1,10 +1,10 @@
-import type { LoggerService } from '@nestjs/common';
+import type { LockLogger } from '../interfaces/lock-logger.interface';
 
 /**
  * The default logger of a standalone `LockManager` (outside Nest): warnings and errors on
  * stderr, nothing else. `LockService` uses Nest's `Logger` instead.
  */
-export class ConsoleLockLogger implements LoggerService {
+export class ConsoleLockLogger implements LockLogger {
   log(): void {}
   debug(): void {}
   verbose(): void {}

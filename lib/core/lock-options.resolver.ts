@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { LoggerService } from '@nestjs/common';
+import type { LockLogger } from '../interfaces/lock-logger.interface';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import {
   CALL_OPTION_INVALID,
@@ -95,7 +95,7 @@ export interface ResolvedLockOptions {
   keyPrefix: string;
   createTable: boolean;
   verifyTable: boolean;
-  logger: LoggerService;
+  logger: LockLogger;
   onEvent: LockEventListener | undefined;
   eventEmitter: boolean | 'auto';
   telemetry: boolean;

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { LockLogger } from '../interfaces/lock-logger.interface';
 import type { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
 import { TRANSIENT_RETRY } from '../errors/lock.messages';
 import type { LockRecord } from '../store/lock-record';
@@ -24,7 +24,7 @@ const RETRY_MAX_MS = 2_000;
 export interface AcquisitionHost {
   readonly store: LockStorePort;
   readonly history: KeyHistory;
-  readonly options: { readonly logger: LoggerService; readonly leaseMs: number; readonly maxPollMs: number };
+  readonly options: { readonly logger: LockLogger; readonly leaseMs: number; readonly maxPollMs: number };
   /** Starts holding the lock described by `record`, valid from monotonic time `validFrom`. */
   hold(waiter: Waiter, record: LockRecord, validFrom: number, via: AcquiredVia): HeldLease;
   emit(event: LockEvent, trace?: LockTrace): void;

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { LockLogger } from '../interfaces/lock-logger.interface';
 import { SKIPPED_BUSY, SKIPPED_BUSY_AGAIN } from '../errors/lock.messages';
 
 /** At most one line per this long about one method's skipped calls, after the first. */
@@ -16,7 +16,7 @@ export class SkipReporter {
   constructor(private readonly where: string) {}
 
   /** Notes one skipped call of `key`, held by `holder`. */
-  skipped(logger: LoggerService, key: string, holder: string | undefined, now = Date.now()): void {
+  skipped(logger: LockLogger, key: string, holder: string | undefined, now = Date.now()): void {
     if (this.reportedAt === undefined) {
       this.reportedAt = now;
       logger.debug?.(SKIPPED_BUSY(this.where, key, holder));

@@ -1,5 +1,5 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
-import type { LoggerService } from '@nestjs/common';
+import type { LockLogger } from './lock-logger.interface';
 import type { LockStorePort } from '../store/lock-store.interface';
 import type { LockEventListener } from './lock-event.interface';
 import type { Duration } from '../utils/duration';
@@ -70,5 +70,5 @@ export interface DynamoLockOptions {
    */
   telemetry?: boolean;
   /** Logger; default a Nest `Logger` with context `DynamoLock` in `LockService`, warnings on stderr for a standalone `LockManager`. */
-  logger?: LoggerService;
+  logger?: LockLogger;
 }

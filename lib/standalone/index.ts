@@ -18,6 +18,7 @@ export { LockManager } from '../core/lock.manager';
 export { Lock } from '../core/lock';
 export { DEFAULTS, type ResolvedLockOptions } from '../core/lock-options.resolver';
 export type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
+export type { LockLogger } from '../interfaces/lock-logger.interface';
 export type { AcquireOptions } from '../interfaces/acquire-options.interface';
 export type { LockInfo } from '../interfaces/lock-info.interface';
 export type { AcquiredVia, LockEvent, LockEventBase, LockEventListener, LockEventType } from '../interfaces/lock-event.interface';

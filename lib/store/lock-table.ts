@@ -7,7 +7,7 @@ import {
   type TableDescription,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { LoggerService } from '@nestjs/common';
+import type { LockLogger } from '../interfaces/lock-logger.interface';
 import { LockConfigurationError, LockTableError } from '../errors/lock.errors';
 import {
   TABLE_CHECK_BAD_ENDPOINT,
@@ -33,7 +33,7 @@ const ACTIVE_TIMEOUT_MS = 120_000;
 export interface EnsureTableOptions {
   /** Create the table (on-demand, TTL enabled) when it does not exist. */
   create: boolean;
-  logger?: Pick<LoggerService, 'log' | 'warn'>;
+  logger?: Pick<LockLogger, 'log' | 'warn'>;
 }
 
 /**
@@ -75,7 +75,7 @@ async function checkTable(client: DynamoDBClient, tableName: string, options: En
 export async function createLockTable(
   client: DynamoDBClient,
   tableName: string,
-  logger?: Pick<LoggerService, 'log' | 'warn'>,
+  logger?: Pick<LockLogger, 'log' | 'warn'>,
 ): Promise<TableDescription> {
   let created = false;
   try {

@@ -9,7 +9,7 @@ import {
   type UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { randomToken } from '../utils/random-token';
-import type { LoggerService } from '@nestjs/common';
+import type { LockLogger } from '../interfaces/lock-logger.interface';
 import { LockTableError } from '../errors/lock.errors';
 import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../errors/lock.messages';
 import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-record';
@@ -81,7 +81,7 @@ export interface LockStoreOptions {
   /** Days after the last write before DynamoDB TTL may delete the item; 0 writes no TTL attribute. */
   ttlDays: number;
   /** Where table creation is reported. */
-  logger?: LoggerService;
+  logger?: LockLogger;
   /** Time limit of each request in ms (SDK retries included); none when absent. */
   requestTimeoutMs?: number;
 }
