@@ -1,0 +1,131 @@
+import { LockLostError } from '../errors/lock.errors';
+import { LOCK_RELEASED, RELEASE_NOT_HELD } from '../errors/lock.messages';
+import type { LockStorePort } from '../store/lock-store.interface';
+import { monotonicNow } from '../utils/clock';
+import type { KeyHistory } from './key-history';
+import type { KeyQueues } from './key.queues';
+import type { LeaseKeeper } from './lease.keeper';
+import type { Lock } from './lock';
+import type { LockEvents } from './lock.events';
+import type { ResolvedLockOptions } from './lock-options.resolver';
+import { type HeldLease, type KeySlot, type Waiter, writeOf } from './lock-state';
+
+/** What the releaser works with. */
+export interface LockReleaserDeps {
+  readonly options: ResolvedLockOptions;
+  readonly store: LockStorePort;
+  readonly history: KeyHistory;
+  readonly events: LockEvents;
+  readonly keeper: LeaseKeeper;
+  readonly queues: KeyQueues;
+  /** Whether the manager is shutting down (no hand-over to local callers then). */
+  isClosed(): boolean;
+  /** Gives back a lock whose caller had given up meanwhile. */
+  releaseQuietly(lock: Lock): Promise<void>;
+}
+
+/**
+ * Gives a held lock up, in one conditional write: to the head of the item's queue when waiters
+ * of other processes are queued there, else straight to the next local caller (a hand-over), else
+ * back to DynamoDB.
+ */
+export class LockReleaser {
+  constructor(private readonly deps: LockReleaserDeps) {}
+
+  /**
+   * Releases a held lock.
+   * @returns `true` when released (or handed over); `false` when it was no longer held.
+   */
+  async release(lock: Lock): Promise<boolean> {
+    const { keeper, queues, history, events, options } = this.deps;
+    // Work still running under this lock (detached timers, listeners, nested handles) must stop.
+    const lease = keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    if (!lease) return false;
+    const slot = queues.slot(lease.storedKey);
+    if (slot?.holder === lease) slot.holder = undefined;
+    const heldMs = monotonicNow() - lease.acquiredAt;
+    history.recordHold(lease.storedKey, heldMs);
+    // Waiters of other processes queued in the item come first; then the local queue.
+    // Never while a remote attempt runs for the slot: the waiter would be served twice.
+    const handing =
+      slot !== undefined && !this.deps.isClosed() && !slot.polling && lease.queuedElsewhere === 0 && queues.nextWaiter(slot) !== undefined;
+    // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
+    if (handing) slot.polling = true;
+    const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
+    const released = (handedOver: boolean) => events.emitFor(lease, { type: 'released', ...base, handedOver });
+    const failed = (outcome: 'not-held' | 'error', error?: unknown) =>
+      events.emitFor(lease, { type: 'release-failed', ...base, outcome, error });
+    return keeper
+      .serial(lease, async () => {
+        const next = handing ? queues.nextWaiter(slot) : undefined;
+        let done: boolean;
+        try {
+          if (next) done = await this.handOver(lease, next, slot!, () => released(true));
+          else {
+            if (handing) slot.polling = false;
+            done = await this.releaseRemote(lease, heldMs);
+            if (done) released(lease.queuedElsewhere > 0);
+          }
+        } catch (error) {
+          // The release may not have happened: if this process finds the token still holding the
+          // lock later, it takes it over at once instead of waiting out the lease.
+          history.addOrphan(lease.storedKey, lease.token);
+          failed('error', error);
+          throw error;
+        }
+        if (!done) {
+          options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
+          failed('not-held');
+        }
+        return done;
+      })
+      .finally(() => {
+        // The slot in the map now: the one seen at the start may have been dropped meanwhile.
+        const current = queues.slot(lease.storedKey);
+        if (current) queues.pump(current);
+      });
+  }
+
+  /** Hands a released lock straight to the next local waiter: one write that swaps the owner token. */
+  private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot, released: () => void): Promise<boolean> {
+    const { store, keeper, queues } = this.deps;
+    const sentAt = monotonicNow();
+    try {
+      const result = await store.acquire({ ...writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
+      if (!result.ok) return false;
+      released();
+      const lease = keeper.hold(waiter, result.record, sentAt, 'handover');
+      slot.holder = lease;
+      if (waiter.settled) void this.deps.releaseQuietly(lease.lock);
+      else queues.settle(waiter, lease.lock);
+      return true;
+    } catch (error) {
+      // Unknown outcome: the waiter's own token may hold the item now, since this write was sent;
+      // a lease later found there counts from then, not from a later acquisition's start.
+      waiter.uncertainSince = Math.min(waiter.uncertainSince ?? sentAt, sentAt);
+      void store.release(from.storedKey, from.token, from.leaseMs).catch(() => undefined);
+      throw error;
+    } finally {
+      slot.polling = false;
+    }
+  }
+
+  /**
+   * Gives a lock back to DynamoDB: to the head of the item's queue when waiters of other
+   * processes are queued (one write), else a plain release (one write).
+   */
+  private async releaseRemote(lease: HeldLease, heldMs: number): Promise<boolean> {
+    const { store, history } = this.deps;
+    if (lease.queuedElsewhere > 0) {
+      const promoted = await store.promote(lease.storedKey, lease.token, lease.leaseMs, heldMs);
+      if (promoted.ok) {
+        history.recordBusy(lease.storedKey, monotonicNow());
+        return true;
+      }
+      const current = promoted.current ?? (await store.read(lease.storedKey));
+      if (current?.released === lease.token) return true; // our promotion, retried after a lost response
+      if (current?.token !== lease.token) return false;
+    }
+    return store.release(lease.storedKey, lease.token, lease.leaseMs, heldMs);
+  }
+}
