@@ -66,7 +66,7 @@ export interface DynamoLockHealthDetails {
  *   @Get()
  *   @HealthCheck()
  *   check() {
- *     return this.health.check([() => this.locks.isHealthy('locks')]);
+ *     return this.health.check([() => this.locks.isHealthy('lock-table')]);
  *   }
  * }
  *
