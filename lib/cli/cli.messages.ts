@@ -58,7 +58,13 @@ export const LEASE_NOT_HELD = (name: string, current: LockInfo | null) =>
     : `the lock is free (the lease expired or was released).`);
 
 export const ACQUIRING = (name: string, wait: number | boolean, leaseMs: number) =>
-  `acquiring lock ${quote(name)}: ${wait === true ? 'waiting without limit' : wait === false ? 'one attempt' : `waiting up to ${formatDuration(wait)}`}, lease ${formatDuration(leaseMs)}.`;
+  `acquiring lock ${quote(name)}: ${waitText(wait)}, lease ${formatDuration(leaseMs)}.`;
+
+function waitText(wait: number | boolean): string {
+  if (wait === true) return 'waiting without limit';
+  if (wait === false) return 'one attempt';
+  return `waiting up to ${formatDuration(wait)}`;
+}
 
 export const INTERRUPTED = (name: string, signal: string) => `interrupted by ${signal} while waiting for lock ${quote(name)}.`;
 

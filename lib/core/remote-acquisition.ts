@@ -272,12 +272,7 @@ export class RemoteAcquisition {
       // The change happened between the previous answer and this one; when the previous holder's
       // start is known, it most likely ended one usual hold later.
       const estimate = this.holdEstimate();
-      this.holderSince =
-        this.holderToken === undefined
-          ? now
-          : estimate === undefined
-            ? (this.lastAnswerAt + now) / 2
-            : Math.min(now, Math.max(this.lastAnswerAt, this.holderSince + estimate));
+      this.holderSince = this.changeTime(now, estimate);
       this.holderToken = holder;
       this.pollStreak = 0;
     }
@@ -297,6 +292,17 @@ export class RemoteAcquisition {
       const leaseMs = holder ? (this.current.leaseMs ?? host.options.leaseMs) : CLAIM_LEASE_MS;
       this.observed = host.history.observe(waiter.storedKey, watched, leaseMs, holder, now);
     }
+  }
+
+  /**
+   * When the holder seen at `now` most likely took over: unknown for the first holder seen (now);
+   * one usual hold after the previous holder's start when that is known; else halfway between the
+   * previous answer and this one.
+   */
+  private changeTime(now: number, estimate: number | undefined): number {
+    if (this.holderToken === undefined) return now;
+    if (estimate === undefined) return (this.lastAnswerAt + now) / 2;
+    return Math.min(now, Math.max(this.lastAnswerAt, this.holderSince + estimate));
   }
 
   /**

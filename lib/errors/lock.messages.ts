@@ -267,7 +267,13 @@ export const TEMPLATE_MALFORMED = (where: string, template: string, reason: stri
   `@WithLock('${template}') on ${where}: malformed template: ${reason}. ${TEMPLATE_HELP}`;
 
 export const TEMPLATE_ARGUMENT_MISSING = (where: string, template: string, placeholder: string, count: number) =>
-  `@WithLock('${template}') on ${where}: ${placeholder} names an argument the method does not have (it declares ${count} parameter${count === 1 ? '' : 's'}, so ${count === 0 ? 'no <N> can be used' : count === 1 ? 'only <0> is available' : `<0> to <${count - 1}> are available`}).`;
+  `@WithLock('${template}') on ${where}: ${placeholder} names an argument the method does not have (it declares ${count} parameter${count === 1 ? '' : 's'}, so ${availablePlaceholders(count)}).`;
+
+function availablePlaceholders(count: number): string {
+  if (count === 0) return 'no <N> can be used';
+  if (count === 1) return 'only <0> is available';
+  return `<0> to <${count - 1}> are available`;
+}
 
 export const TEMPLATE_ADJACENT_PLACEHOLDERS = (where: string, template: string) =>
   `@WithLock('${template}') on ${where}: placeholders must be separated by fixed text (for example '<0>:<1>'), or keys of different arguments could collide.`;

@@ -44,11 +44,18 @@ export const MAX_DURATION_MS = 2_147_483_647;
  * @throws LockValidationError naming the value and the accepted forms.
  */
 export function parseDuration(value: unknown, name: string): number {
-  const ms = typeof value === 'number' ? value : typeof value === 'string' ? parseText(value, name) : fail(name, value);
+  const ms = toMilliseconds(value, name);
   if (!Number.isFinite(ms)) fail(name, value, 'not a finite number');
   if (ms <= 0) fail(name, value, 'must be greater than zero');
   if (ms > MAX_DURATION_MS) fail(name, value, 'longer than 24.8 days');
   return Math.max(1, Math.round(ms));
+}
+
+/** A number as it is, text parsed; anything else refused. */
+function toMilliseconds(value: unknown, name: string): number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string') return parseText(value, name);
+  return fail(name, value);
 }
 
 function parseText(text: string, name: string): number {

@@ -1,0 +1,82 @@
+/**
+ * When a waiter polls, on fake timers and the in-memory store (the timing is the waiter's own
+ * logic; the store only answers): it sleeps until the holder's release is expected from how long
+ * this key's holders usually keep it, polls briefly and backs off while the release is overdue,
+ * and never waits longer than `maxPollInterval` between polls.
+ */
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { LockManager } from '../../lib';
+import { MemoryLockStore } from '../../lib/store/memory-lock.store';
+import { MemoryLogger } from '../support/lock-fixture';
+
+/** Two managers (two "processes") on one store; `reads` lists when the waiter read the item. */
+function setup(maxPollInterval = 1_000) {
+  const store = new MemoryLockStore();
+  const holder = new LockManager({ store, ownerName: 'holder', logger: new MemoryLogger() });
+  const waiterStore = new MemoryLockStore();
+  // The waiter's reads go to the shared store, timestamped on the fake clock.
+  const reads: number[] = [];
+  const read = store.read.bind(store);
+  jest.spyOn(waiterStore, 'read').mockImplementation((key) => {
+    reads.push(performance.now());
+    return read(key);
+  });
+  for (const name of ['acquire', 'enqueue', 'leave', 'heartbeat', 'release', 'promote', 'scanHeld', 'prepare'] as const) {
+    jest.spyOn(waiterStore, name).mockImplementation(((...args: never[]) => (store[name] as (...a: never[]) => unknown)(...args)) as never);
+  }
+  const waiter = new LockManager({ store: waiterStore, ownerName: 'waiter', logger: new MemoryLogger(), maxPollInterval });
+  return { holder, waiter, reads, close: () => Promise.all([holder.close(), waiter.close()]) };
+}
+
+describe('poll timing of a waiter', () => {
+  beforeEach(() => {
+    jest.useFakeTimers({ now: 0 });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('sleeps until the usual hold is over instead of polling on a fixed timer', async () => {
+    const { holder, waiter, reads, close } = setup();
+    // The waiter learns from its own hold that this key is held for about 1 s.
+    const own = await waiter.acquire('job');
+    await jest.advanceTimersByTimeAsync(1_000);
+    await own.release();
+    const held = await holder.acquire('job');
+    const start = performance.now();
+    reads.length = 0;
+    const waiting = waiter.acquire('job', { wait: '10s' });
+    await jest.advanceTimersByTimeAsync(900);
+    // No poll while the release is not due yet.
+    expect(reads.filter((at) => at > start)).toEqual([]);
+    await jest.advanceTimersByTimeAsync(100);
+    await held.release();
+    await jest.advanceTimersByTimeAsync(50);
+    const lock = await waiting;
+    expect(lock.isHeld).toBe(true);
+    // One or two reads around the expected release, not one every few milliseconds.
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    expect(reads.length).toBeLessThanOrEqual(4);
+    await lock.release();
+    await close();
+  });
+
+  it('backs off while a release is overdue, never pausing longer than maxPollInterval', async () => {
+    const { holder, waiter, reads, close } = setup(200);
+    const held = await holder.acquire('slow');
+    reads.length = 0;
+    const waiting = waiter.acquire('slow', { wait: '10s' });
+    await jest.advanceTimersByTimeAsync(3_000);
+    // Growing pauses (5, 7.5, 11 ms...) reach the 200 ms cap: far fewer reads than one per 5 ms,
+    // and never a gap above the cap (plus the fake clock's rounding).
+    expect(reads.length).toBeGreaterThan(10);
+    expect(reads.length).toBeLessThan(40);
+    const gaps = reads.slice(1).map((at, i) => at - reads[i]);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(201);
+    expect(gaps.slice(0, 3).every((gap, i) => i === 0 || gap >= gaps[i - 1])).toBe(true);
+    await held.release();
+    await jest.advanceTimersByTimeAsync(250);
+    await (await waiting).release();
+    await close();
+  });
+});
