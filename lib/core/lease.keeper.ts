@@ -4,6 +4,7 @@ import type { AcquiredVia } from '../interfaces/lock-event.interface';
 import type { LockRecord } from '../store/lock-record';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { transientKind } from '../store/transient-error';
+import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';
 import { jitter, monotonicNow, sleep } from '../utils/clock';
 import { type Duration, parseLease } from '../utils/duration';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
@@ -12,9 +13,6 @@ import { createLock, type Lock, type LockHost } from './lock';
 import type { LockEvents } from './lock.events';
 import { heartbeatIntervalFor, type ResolvedLockOptions } from './lock-options.resolver';
 import type { HeldLease, Waiter } from './lock-state';
-
-/** Pause before retrying a heartbeat that failed with a transient error, at least. */
-const RETRY_MIN_MS = 50;
 
 /** What the lease keeper works with. */
 export interface LeaseKeeperDeps {
@@ -183,7 +181,7 @@ export class LeaseKeeper {
    * (until then the lease is the claim lease, and the `Lock` counts that one).
    */
   private async completePromotion(lease: HeldLease, leaseMs: number, data: string | undefined): Promise<void> {
-    for (let pause = RETRY_MIN_MS; lease.state === 'held'; pause = Math.min(pause * 2, 2_000)) {
+    for (let pause = RETRY_MIN_MS; lease.state === 'held'; pause = nextRetryMs(pause)) {
       await this.serial(lease, () => this.renew(lease, leaseMs, false, data)).catch(() => undefined);
       if (lease.lastError === undefined) return;
       await sleep(jitter(pause), lease.controller.signal).catch(() => undefined);

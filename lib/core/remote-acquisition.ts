@@ -5,6 +5,7 @@ import type { LockRecord } from '../store/lock-record';
 import { type AcquireCondition, CLAIM_LEASE_MS, type WriteResult } from '../store/lock.store';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
+import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';
 import { jitter, monotonicNow, sleep } from '../utils/clock';
 import type { KeyHistory, RecordObservation } from './key-history';
 import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
@@ -16,9 +17,6 @@ const POLL_MIN_MS = 2;
 const FIRST_POLL_MS = 5;
 /** Growth of the pause while a release is overdue or nothing is known. */
 const POLL_GROWTH = 1.5;
-/** Backoff after a transient DynamoDB error. */
-const RETRY_MIN_MS = 50;
-const RETRY_MAX_MS = 2_000;
 
 /** What a remote acquisition needs from the manager. */
 export interface AcquisitionHost {
@@ -239,7 +237,7 @@ export class RemoteAcquisition {
         this.waiter.trace,
       );
       await sleep(pause, this.waiter.cancel.signal);
-      this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+      this.retryMs = nextRetryMs(this.retryMs);
       return undefined;
     }
   }
