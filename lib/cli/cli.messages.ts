@@ -105,6 +105,9 @@ export const TABLE_EXISTED = (table: string) => `Lock table ${quote(table)} alre
 
 export const TABLE_OK = (table: string) => `Lock table ${quote(table)} is ACTIVE with the right key schema (partition key "key", String).`;
 
+export const TTL_NOT_ENABLED = (table: string, error: unknown) =>
+  `TTL: could not be enabled on ${quote(table)} (${errorText(error)}); released lock items are not cleaned up automatically on this server.`;
+
 export const TTL_STATUS = (attribute: string, status: string | undefined) =>
   status === undefined
     ? `TTL: unknown (this server has no TTL API); released lock items are not cleaned up automatically.`

@@ -2,6 +2,7 @@ import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { LockManager } from '../core/lock.manager';
 import { LockConfigurationError } from '../errors/lock.errors';
 import { isHttpUrl } from '../store/dynamo-endpoint';
+import { isTableName } from '../store/lock-table';
 import { INVALID_ENDPOINT, INVALID_SETTING, INVALID_TABLE_NAME } from './cli.messages';
 import { UsageError } from './cli.errors';
 import { CliLogger } from './cli.logger';
@@ -14,8 +15,6 @@ const MAX_ATTEMPTS = 2;
 /** Milliseconds to open a connection, and to wait for an answer, before a request fails. */
 const CONNECTION_TIMEOUT_MS = 3_000;
 const REQUEST_TIMEOUT_MS = 10_000;
-
-const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
 
 /** How a command wants its session set up. */
 export interface SessionOptions {
@@ -48,7 +47,7 @@ export class Session {
     this.quiet = options.quiet === true;
     this.debug = options.debug === true;
     this.endpoint = options.endpoint;
-    if (options.table !== undefined && !TABLE_NAME.test(options.table)) throw new UsageError(INVALID_TABLE_NAME(options.table));
+    if (options.table !== undefined && !isTableName(options.table)) throw new UsageError(INVALID_TABLE_NAME(options.table));
     if (options.endpoint && !isHttpUrl(options.endpoint)) throw new UsageError(INVALID_ENDPOINT(options.endpoint));
     // The SDK's default credential and region chain reads the profile when the client is created.
     if (options.profile) process.env.AWS_PROFILE = options.profile;

@@ -16,6 +16,7 @@ import type { LockEventListener } from '../interfaces/lock-event.interface';
 import { closestName } from '../utils/closest-name';
 import { type Duration, parseDuration, parseLease } from '../utils/duration';
 import { MAX_KEY_BYTES } from '../utils/lock-key.validation';
+import { isTableName } from '../store/lock-table';
 import { ConsoleLockLogger } from './console.logger';
 
 /** Defaults of {@link DynamoLockOptions}, as documented. */
@@ -26,8 +27,6 @@ export const DEFAULTS = {
   /** Upper bound of the default `requestTimeout` (a third of the lease otherwise). */
   requestTimeoutMaxMs: 3_000,
 } as const;
-
-const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
 
 /** Every option name (the compiler keeps it complete), and `isGlobal` of the Nest module. */
 const OPTION_NAMES = Object.keys({
@@ -113,7 +112,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     }
   }
   const tableName = options.tableName ?? process.env.DYNAMO_LOCK_TABLE ?? DEFAULTS.tableName;
-  if (typeof tableName !== 'string' || !TABLE_NAME.test(tableName)) {
+  if (!isTableName(tableName)) {
     throw new LockConfigurationError(INVALID_OPTION('tableName', 'a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)', tableName));
   }
   const leaseMs = asConfigError(() => parseLease(options.leaseDuration ?? DEFAULTS.leaseDuration));

@@ -27,9 +27,9 @@ import { LockStoreFactory } from './lock-store.factory';
  *
  * Callers in one process that want one key form a FIFO queue: only the head talks to DynamoDB,
  * and a release hands the lock straight to the next local caller in one conditional write.
- * This class is the facade; its collaborators each do one job: {@link KeyQueues} (the local
- * queues and remote acquisitions), {@link LeaseKeeper} (held leases and heartbeats),
- * {@link LockReleaser} (release and hand-over), {@link LockEvents} (listeners and traces).
+ * This class is the facade; its collaborators each do one job: `KeyQueues` (the local queues
+ * and remote acquisitions), `LeaseKeeper` (held leases and heartbeats), `LockReleaser` (release
+ * and hand-over), `LockEvents` (listeners and traces); docs/architecture.md maps them.
  */
 export class LockManager {
   /** The options in force, defaults applied. */

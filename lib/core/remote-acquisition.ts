@@ -2,7 +2,7 @@ import type { LockLogger } from '../interfaces/lock-logger.interface';
 import type { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
 import { TRANSIENT_RETRY } from '../errors/lock.messages';
 import type { LockRecord } from '../store/lock-record';
-import { type AcquireCondition, CLAIM_LEASE_MS, type WriteResult } from '../store/lock.store';
+import { type AcquireCondition, CLAIM_LEASE_MS, type WriteResult } from '../store/lock-store.protocol';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
 import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';

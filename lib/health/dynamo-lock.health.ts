@@ -1,10 +1,9 @@
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { LockService } from '../lock.service';
 import { internalsOf } from '../core/lock.internals';
-import { LockStore } from '../store/lock.store';
-import { MemoryLockStore } from '../store/memory-lock.store';
+import type { LockStorePort } from '../store/lock-store.interface';
+import type { StoreHealth, TableHealth } from '../store/lock-store.protocol';
 import { type Duration, parseDuration } from '../utils/duration';
 import { HEALTH_NOT_ACTIVE, HEALTH_TABLE_MISSING, HEALTH_TIMEOUT, HEALTH_UNREACHABLE } from '../errors/lock.messages';
 
@@ -78,7 +77,7 @@ export interface DynamoLockHealthDetails {
  * export class AppModule {}
  * ```
  * A healthy answer then holds
- * `"locks": { "status": "up", "store": "dynamodb", "table": "locks", "tableStatus": "ACTIVE", "latencyMs": 12 }`.
+ * `"lock-table": { "status": "up", "store": "dynamodb", "table": "locks", "tableStatus": "ACTIVE", "latencyMs": 12 }`.
  */
 @Injectable()
 export class DynamoLockHealthIndicator {
@@ -99,58 +98,43 @@ export class DynamoLockHealthIndicator {
   ): Promise<HealthIndicatorResult<Key>> {
     const timeoutMs = options.timeout === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : parseDuration(options.timeout, 'timeout');
     const indicator = this.healthIndicatorService.check(key);
-    const store = internalsOf(this.lockService).store;
-    if (!(store instanceof LockStore)) {
-      const details: DynamoLockHealthDetails = { store: store instanceof MemoryLockStore ? 'memory' : 'custom' };
-      return indicator.up(details);
-    }
-
-    const table = store.tableName;
-    const started = performance.now();
-    const latency = () => Math.round(performance.now() - started);
-    try {
-      const answer = await withTimeout(timeoutMs, (signal) =>
-        this.lockService.client.send(new DescribeTableCommand({ TableName: table }), { abortSignal: signal }),
-      );
-      const tableStatus = answer.Table?.TableStatus ?? 'UNKNOWN';
-      const details: DynamoLockHealthDetails = { store: 'dynamodb', table, tableStatus, latencyMs: latency() };
-      if (tableStatus === 'ACTIVE') return indicator.up(details);
-      return indicator.down({ ...details, message: HEALTH_NOT_ACTIVE(table, tableStatus) });
-    } catch (error) {
-      const details: DynamoLockHealthDetails = { store: 'dynamodb', table, latencyMs: latency() };
-      if (error instanceof HealthTimeoutError) return indicator.down({ ...details, message: HEALTH_TIMEOUT(table, timeoutMs) });
-      if (errorName(error) === 'ResourceNotFoundException') return indicator.down({ ...details, message: HEALTH_TABLE_MISSING(table) });
-      return indicator.down({ ...details, message: HEALTH_UNREACHABLE(table, error) });
-    }
+    const details = detailsOf(await askStore(internalsOf(this.lockService).store, timeoutMs), timeoutMs);
+    return details.message === undefined ? indicator.up(details) : indicator.down(details);
   }
 }
 
-class HealthTimeoutError extends Error {}
-
 /**
- * Runs `fn` with a signal that aborts after `ms`, and rejects with {@link HealthTimeoutError}
- * at that moment even if `fn` ignores the signal (e.g. while the SDK waits between retries).
+ * The store's answer to a health check within `timeoutMs` (its signal aborts then), or
+ * `{ store: 'custom' }` for a store that does not answer health checks.
  */
-async function withTimeout<T>(ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function askStore(store: LockStorePort, timeoutMs: number): Promise<StoreHealth | { store: 'custom' }> {
+  if (!store.health) return { store: 'custom' };
   const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const reason = new HealthTimeoutError(`timed out after ${ms} ms`);
-      controller.abort(reason);
-      reject(reason);
-    }, ms);
-  });
-  const work = fn(controller.signal);
-  // Once the timeout won, the aborted request's own rejection is expected: do not report it as unhandled.
-  work.catch(() => undefined);
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
-    return await Promise.race([work, expired]);
+    return await store.health(controller.signal);
   } finally {
     clearTimeout(timer);
   }
 }
 
-function errorName(error: unknown): string | undefined {
-  return error instanceof Error ? error.name : undefined;
+/** What the indicator reports for the store's `health`: with a `message` when it is down. */
+function detailsOf(health: StoreHealth | { store: 'custom' }, timeoutMs: number): DynamoLockHealthDetails {
+  if (health.store !== 'dynamodb') return { store: health.store };
+  const { table, tableStatus, latencyMs } = health;
+  if (tableStatus === undefined) return { store: 'dynamodb', table, latencyMs, message: failureMessage(health, timeoutMs) };
+  const details: DynamoLockHealthDetails = { store: 'dynamodb', table, tableStatus, latencyMs };
+  return tableStatus === 'ACTIVE' ? details : { ...details, message: HEALTH_NOT_ACTIVE(table, tableStatus) };
+}
+
+/** Why the table could not be checked, in words. */
+function failureMessage(health: TableHealth, timeoutMs: number): string {
+  switch (health.failure) {
+    case 'aborted':
+      return HEALTH_TIMEOUT(health.table, timeoutMs);
+    case 'missing':
+      return HEALTH_TABLE_MISSING(health.table);
+    default:
+      return HEALTH_UNREACHABLE(health.table, health.error);
+  }
 }

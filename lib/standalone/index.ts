@@ -40,4 +40,4 @@ export { createLockTable, ensureLockTable, type EnsureTableOptions } from '../st
 export type { LockStorePort } from '../store/lock-store.interface';
 export { MemoryLockStore } from '../store/memory-lock.store';
 export type { LockRecord, QueuedWaiter } from '../store/lock-record';
-export type { AcquireCondition, AcquireWrite, QueueWrite, WriteResult } from '../store/lock.store';
+export type { AcquireCondition, AcquireWrite, QueueWrite, StoreHealth, TableHealth, WriteResult } from '../store/lock-store.protocol';

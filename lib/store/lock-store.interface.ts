@@ -1,5 +1,5 @@
 import type { LockRecord } from './lock-record';
-import type { AcquireWrite, QueueWrite, WriteResult } from './lock.store';
+import type { AcquireWrite, QueueWrite, StoreHealth, WriteResult } from './lock-store.protocol';
 
 /**
  * Where lock records live. The DynamoDB store is the product; an in-memory store with the same
@@ -25,4 +25,10 @@ export interface LockStorePort {
   scanHeld(prefix: string): AsyncGenerator<LockRecord>;
   /** Checks (or creates) whatever the store needs before use, e.g. the DynamoDB table. */
   prepare(create: boolean): Promise<void>;
+  /**
+   * Answers the health indicator (`nestjs-dynamo-lock/health`). Never rejects for an unhealthy
+   * store: it reports it. Settles as soon as `signal` aborts (the check's timeout). Optional: a
+   * store without it is reported as `store: 'custom'`, not checked.
+   */
+  health?(signal: AbortSignal): Promise<StoreHealth>;
 }

@@ -1,6 +1,12 @@
+/**
+ * Every request about the lock table itself, in one place: `DescribeTable` (start-up check, health),
+ * `CreateTable`, `UpdateTimeToLive` and `DescribeTimeToLive`; and DynamoDB's rule for table names.
+ * Requests on lock items are the store's (`lock.store.ts`).
+ */
 import {
   CreateTableCommand,
   DescribeTableCommand,
+  DescribeTimeToLiveCommand,
   type DynamoDBClient,
   ResourceInUseException,
   ResourceNotFoundException,
@@ -21,13 +27,23 @@ import {
   TABLE_WRONG_SCHEMA,
   TABLE_CREATED_WITHOUT_TTL,
 } from '../errors/lock.messages';
-import { sleep } from '../utils/clock';
+import { RETRY_MIN_MS, nextRetryMs } from '../utils/backoff';
+import { monotonicNow, sleep } from '../utils/clock';
 import { describeEndpoint, type EndpointInfo, isHttpUrl } from './dynamo-endpoint';
 import { ATTR } from './lock-record';
-import { connectionProblem, isTransientError } from './transient-error';
+import type { TableHealth } from './lock-store.protocol';
+import { type ConnectionProblem, connectionProblem, isTransientError } from './transient-error';
 
 /** How long start-up waits for a table that is being created. */
 const ACTIVE_TIMEOUT_MS = 120_000;
+
+/** DynamoDB's rule for table names. */
+const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+
+/** Whether `name` is a valid DynamoDB table name: 3 to 255 of `a-z A-Z 0-9 _ . -`. */
+export function isTableName(name: unknown): name is string {
+  return typeof name === 'string' && TABLE_NAME.test(name);
+}
 
 /** Options of {@link ensureLockTable}. */
 export interface EnsureTableOptions {
@@ -69,14 +85,33 @@ async function checkTable(client: DynamoDBClient, tableName: string, options: En
 }
 
 /**
- * Creates the lock table (PAY_PER_REQUEST, partition key `key`) and enables TTL on `ttl`.
- * A concurrent creation by another instance counts as success.
+ * Creates the lock table (PAY_PER_REQUEST, partition key `key`) and enables TTL on `ttl`, and
+ * says so in one line: created with TTL on, or created without TTL and why (dynalite has no TTL).
+ * A concurrent creation by another instance counts as success (and logs nothing).
  */
 export async function createLockTable(
   client: DynamoDBClient,
   tableName: string,
   logger?: Pick<LockLogger, 'log' | 'warn'>,
 ): Promise<TableDescription> {
+  const outcome = await createTableWithTtl(client, tableName);
+  if (outcome.created && outcome.ttlError === undefined) logger?.log(TABLE_CREATED(tableName));
+  else if (outcome.created) logger?.warn(TABLE_CREATED_WITHOUT_TTL(tableName, outcome.ttlError));
+  return outcome.table;
+}
+
+/** What {@link createTableWithTtl} did. */
+export interface TableCreation {
+  /** The table, ACTIVE. */
+  table: TableDescription;
+  /** This call created it (`false`: it existed, or a concurrent creator was first). */
+  created: boolean;
+  /** Why TTL could not be enabled (dynalite has no TTL API), when it could not. */
+  ttlError?: unknown;
+}
+
+/** {@link createLockTable} without the log line: for callers (the CLI) that say it their own way. */
+export async function createTableWithTtl(client: DynamoDBClient, tableName: string): Promise<TableCreation> {
   let created = false;
   try {
     await client.send(
@@ -96,13 +131,12 @@ export async function createLockTable(
     await client.send(
       new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: ATTR.ttl, Enabled: true } }),
     );
-    if (created) logger?.log(TABLE_CREATED(tableName));
+    return { table, created };
   } catch (error) {
     // dynalite has no TTL API; a table whose TTL was enabled by a concurrent creator answers with a
-    // validation error. One line says what was created and what was not.
-    if (created) logger?.warn(TABLE_CREATED_WITHOUT_TTL(tableName, error));
+    // validation error.
+    return { table, created, ttlError: error };
   }
-  return table;
 }
 
 /** The error the table check throws for `error`: a {@link LockConfigurationError} unless it is one, or a server's transient answer. */
@@ -110,17 +144,23 @@ function tableCheckError(error: unknown, tableName: string, endpoint: EndpointIn
   if (error instanceof LockConfigurationError) return error;
   const problem = connectionProblem(error);
   if (!problem && isTransientError(error)) return error;
-  const message =
-    problem?.kind === 'unreachable'
-      ? TABLE_CHECK_UNREACHABLE(tableName, endpoint, problem.error)
-      : problem?.kind === 'bad-endpoint'
-        ? TABLE_CHECK_BAD_ENDPOINT(tableName, endpoint)
-        : problem?.kind === 'no-region'
-          ? TABLE_CHECK_NO_REGION(tableName, endpoint)
-          : problem?.kind === 'no-credentials'
-            ? TABLE_CHECK_NO_CREDENTIALS(tableName, endpoint, problem.error)
-            : TABLE_CHECK_FAILED(tableName, endpoint, error);
-  return new LockConfigurationError(message, { cause: error });
+  return new LockConfigurationError(tableCheckMessage(problem, error, tableName, endpoint), { cause: error });
+}
+
+/** What the table check says for `error`, by what kept the request from DynamoDB (`problem`), if anything did. */
+function tableCheckMessage(problem: ConnectionProblem | undefined, error: unknown, tableName: string, endpoint: EndpointInfo): string {
+  switch (problem?.kind) {
+    case 'unreachable':
+      return TABLE_CHECK_UNREACHABLE(tableName, endpoint, problem.error);
+    case 'bad-endpoint':
+      return TABLE_CHECK_BAD_ENDPOINT(tableName, endpoint);
+    case 'no-region':
+      return TABLE_CHECK_NO_REGION(tableName, endpoint);
+    case 'no-credentials':
+      return TABLE_CHECK_NO_CREDENTIALS(tableName, endpoint, problem.error);
+    default:
+      return TABLE_CHECK_FAILED(tableName, endpoint, error);
+  }
 }
 
 /** Describes the lock table, or `undefined` when it does not exist. */
@@ -145,12 +185,72 @@ function assertSchema(tableName: string, table: TableDescription, createTable: b
 
 async function waitUntilActive(client: DynamoDBClient, tableName: string): Promise<TableDescription> {
   const started = Date.now();
-  for (let delay = 50; ; delay = Math.min(delay * 2, 2000)) {
+  for (let delay = RETRY_MIN_MS; ; delay = nextRetryMs(delay)) {
     const table = await describe(client, tableName);
     if (table?.TableStatus === 'ACTIVE') return table;
     const waited = Date.now() - started;
     if (waited > ACTIVE_TIMEOUT_MS)
       throw new LockTableError(TABLE_NOT_ACTIVE(tableName, table?.TableStatus ?? 'missing', waited), tableName, 'not-active');
     await sleep(delay);
+  }
+}
+
+/**
+ * The lock table's health, from one `DescribeTable`: its status and the latency, or why it could
+ * not be read. Gives up as soon as `signal` aborts, even while the SDK waits between retries.
+ * Never rejects.
+ */
+export async function tableHealth(client: DynamoDBClient, tableName: string, signal: AbortSignal): Promise<TableHealth> {
+  const started = monotonicNow();
+  const latency = () => Math.round(monotonicNow() - started);
+  try {
+    const answer = await untilAborted(signal, client.send(new DescribeTableCommand({ TableName: tableName }), { abortSignal: signal }));
+    return { store: 'dynamodb', table: tableName, tableStatus: answer.Table?.TableStatus ?? 'UNKNOWN', latencyMs: latency() };
+  } catch (error) {
+    return { store: 'dynamodb', table: tableName, latencyMs: latency(), ...healthFailure(error, signal) };
+  }
+}
+
+/** Why a health check failed with `error`. */
+function healthFailure(error: unknown, signal: AbortSignal): Pick<TableHealth, 'failure' | 'error'> {
+  if (signal.aborted) return { failure: 'aborted' };
+  if (error instanceof Error && error.name === 'ResourceNotFoundException') return { failure: 'missing' };
+  return { failure: 'failed', error };
+}
+
+/** Settles as `work` does, or rejects with the signal's reason as soon as it aborts. */
+function untilAborted<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
+  // Once the signal won, the aborted request's own rejection is expected: do not report it as unhandled.
+  work.catch(() => undefined);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const settled = () => signal.removeEventListener('abort', onAbort);
+    work.then(
+      (value) => {
+        settled();
+        resolve(value);
+      },
+      (error: unknown) => {
+        settled();
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * The table's TTL status (`ENABLED`, `DISABLED`, ...), or `undefined` when the server has no
+ * TTL API (dynalite). Other errors (missing table, network) are thrown.
+ */
+export async function describeTtl(client: DynamoDBClient, tableName: string): Promise<string | undefined> {
+  try {
+    const output = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+    return output.TimeToLiveDescription?.TimeToLiveStatus ?? 'DISABLED';
+  } catch (error) {
+    if (error instanceof Error && /UnknownOperation|not supported|UnrecognizedClient/i.test(`${error.name} ${error.message}`))
+      return undefined;
+    throw error;
   }
 }

@@ -3,7 +3,7 @@ import { MAX_ITEM_BYTES } from '../utils/lock-key.validation';
 import { randomToken } from '../utils/random-token';
 import { ATTR, type LockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
-import { type AcquireWrite, CLAIM_LEASE_MS, type QueueWrite, queuedData, type WriteResult } from './lock.store';
+import { type AcquireWrite, CLAIM_LEASE_MS, type QueueWrite, queuedData, type WriteResult } from './lock-store.protocol';
 
 /**
  * A waiter in an item's queue, as the DynamoDB store writes it (every attribute present). Here and
@@ -97,6 +97,12 @@ export class MemoryLockStore implements LockStorePort {
   /** Nothing to check or create. */
   async prepare(_create: boolean): Promise<void> {
     await tick();
+  }
+
+  /** Always up: nothing to contact. */
+  async health(_signal: AbortSignal): Promise<{ store: 'memory' }> {
+    await tick();
+    return { store: 'memory' };
   }
 
   async acquire(write: AcquireWrite): Promise<WriteResult> {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AcquireCondition, AcquireWrite, LockRecord, LockStorePort, WriteResult } from '../../lib';
-import { CLAIM_LEASE_MS } from '../../lib/store/lock.store';
+import { CLAIM_LEASE_MS } from '../../lib/store/lock-store.protocol';
 import { isTransientError } from '../../lib/store/transient-error';
 
 /** A store under test, and how to dispose of whatever it needed (a table, a client). */

@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
-import { ensureLockTable } from '../../store/lock-table';
+import { ATTR } from '../../store/lock-record';
+import { describeTtl, ensureLockTable } from '../../store/lock-table';
 import { LockTableError } from '../../errors/lock.errors';
 import { TABLE_NOT_FOUND, TABLE_OK, TTL_STATUS } from '../cli.messages';
 import { CliError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';
 import type { Session } from '../session';
-import { describeTtl, TTL_ATTRIBUTE } from '../table-ttl';
 
 const EXAMPLES = `
 Examples:
@@ -36,6 +36,6 @@ async function tableCheck(session: Session): Promise<number> {
     throw error;
   }
   const ttl = await describeTtl(client, session.tableName);
-  if (!session.quiet) session.io.err(`${TABLE_OK(session.tableName)}\n${TTL_STATUS(TTL_ATTRIBUTE, ttl)}`);
+  if (!session.quiet) session.io.err(`${TABLE_OK(session.tableName)}\n${TTL_STATUS(ATTR.ttl, ttl)}`);
   return ExitCode.ok;
 }

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
-import { createLockTable, ensureLockTable } from '../../store/lock-table';
-import { TABLE_CREATED, TABLE_EXISTED, TTL_STATUS } from '../cli.messages';
+import { ATTR } from '../../store/lock-record';
+import { createTableWithTtl, describeTtl, ensureLockTable } from '../../store/lock-table';
+import { TABLE_CREATED, TABLE_EXISTED, TTL_NOT_ENABLED, TTL_STATUS } from '../cli.messages';
 import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';
 import type { Session } from '../session';
-import { describeTtl, TTL_ATTRIBUTE } from '../table-ttl';
 
 const EXAMPLES = `
 Examples:
@@ -24,18 +24,15 @@ export function registerTableCreate(program: Command, runner: CommandRunner): vo
 
 async function tableCreate(session: Session): Promise<number> {
   const { client } = session.manager;
-  let created = false;
-  let ttlProblem: string | undefined;
-  await createLockTable(client, session.tableName, {
-    log: () => (created = true),
-    warn: (message: unknown) => (ttlProblem = String(message)),
-  });
+  const { created, ttlError } = await createTableWithTtl(client, session.tableName);
   await ensureLockTable(client, session.tableName, { create: false });
   const ttl = await describeTtl(client, session.tableName);
   const ttlOn = ttl === 'ENABLED' || ttl === 'ENABLING';
   if (!session.quiet) {
     const table = created ? TABLE_CREATED(session.tableName) : TABLE_EXISTED(session.tableName);
-    session.io.err(`${table}\n${!ttlOn && ttlProblem ? ttlProblem : TTL_STATUS(TTL_ATTRIBUTE, ttl)}`);
+    session.io.err(
+      `${table}\n${!ttlOn && ttlError !== undefined ? TTL_NOT_ENABLED(session.tableName, ttlError) : TTL_STATUS(ATTR.ttl, ttl)}`,
+    );
   }
   return ExitCode.ok;
 }
