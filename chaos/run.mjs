@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 /**
  * `npm run chaos [-- options]`: the chaos suite. Runs the built library (`dist/`) in several OS
  * processes through a fault proxy against real servers, prints a table of what happened, and
@@ -15,14 +16,17 @@
  *   --seed <n>              seed for faults and for who is killed or paused
  *   --json <file>           also write the reports as JSON
  *   --quiet                 no progress lines
- *   --strict                known engine defects (KNOWN_DEFECTS in scenario.mjs) fail the run too
+ *   --strict                known engine defects (KNOWN_DEFECTS in checks.mjs) fail the run too
  *
  * Exit codes: 0 no violation, 1 violations, 2 the harness failed.
  */
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ROOT, startServer } from './support/servers.mjs';
+import { startLocalServer } from '../tools/dynamodb-servers.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -74,12 +78,7 @@ async function main() {
   });
   if (values.help) {
     const text = (await import('node:fs')).readFileSync(new URL(import.meta.url), 'utf8');
-    console.log(
-      /\/\*\*([\s\S]*?)\*\//
-        .exec(text)[1]
-        .replace(/^ \* ?/gm, '')
-        .trim(),
-    );
+    console.log(/** @type {RegExpExecArray} */ (/\/\*\*([\s\S]*?)\*\//.exec(text))[1].replace(/^ \* ?/gm, '').trim());
     return 0;
   }
   assertFreshBuild();
@@ -87,6 +86,7 @@ async function main() {
   const { runChaos } = await import('./scenario.mjs');
   const { formatNotes, formatTable, formatViolations } = await import('./support/table.mjs');
 
+  /** @type {Omit<import('./scenario.mjs').ChaosInput, 'endpoint'>} */
   const options = {
     preset: values.short ? 'short' : 'default',
     durationMs: values.duration === undefined ? undefined : parseDurationArg(values.duration),
@@ -95,8 +95,9 @@ async function main() {
     leaseMs: int('lease', values.lease),
     seed: values.seed === undefined ? undefined : Number(values.seed),
     strict: values.strict,
-    log: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
+    log: values.quiet ? undefined : (line) => void process.stderr.write(`${line}\n`),
   };
+  /** @type {{ name: string, endpoint?: string }[]} */
   const targets = values.endpoint
     ? [{ name: values['server-name'] ?? 'external', endpoint: values.endpoint }]
     : (values.server === 'all' ? ['dynamodb-local', 'dynalite'] : values.server.split(',')).map((name) => ({ name }));
@@ -108,9 +109,11 @@ async function main() {
     try {
       if (!target.endpoint) {
         options.log?.(`[chaos] starting ${target.name}`);
-        server = await startServer(target.name);
+        // Each server in a process of its own, so the harness's event loop measures the lock, not the server.
+        server = await startLocalServer(target.name, { childProcess: true, startupTimeoutMs: 60_000 });
       }
-      const report = await runChaos({ ...options, endpoint: target.endpoint ?? server.endpoint, serverName: target.name });
+      const endpoint = target.endpoint ?? /** @type {{ endpoint: string }} */ (server).endpoint;
+      const report = await runChaos({ ...options, endpoint, serverName: target.name });
       reports.push(report);
       options.log?.(
         `[chaos] ${target.name}: ${report.ok ? 'no violations' : `${report.violationsTotal} violations`} (${Math.round(report.timings.totalMs / 1000)} s)`,

@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * A chaos worker: one OS process using the built library (`dist/`) through the fault proxy,
  * the way an application instance would. Started by `chaos/scenario.mjs` with one JSON argument.
@@ -16,13 +17,23 @@
  * - an error that is neither the library's nor a transient AWS/network error is `unexpected`.
  *
  * Messages to the parent: `{ type, ... }`; requests that need an answer carry `id` and get
- * `{ re: id, ... }` back. Commands from the parent: `go`, `quiesce`, `hold`, `close`.
+ * `{ re: id, ... }` back. Commands from the parent: `go`, `quiesce`, `hold`, `close`. Every message
+ * is typed in `protocol.mjs`.
  */
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DynamoLockError, LockBusyError, LockManager } from '../dist/index.js';
+import { DynamoLockError, LockBusyError, LockManager, LockUnavailableError } from '../dist/index.js';
+import { LOCAL_REGION, localCredentials } from '../tools/local-credentials.mjs';
 
+/** @typedef {import('./protocol.mjs').WorkerMessage} WorkerMessage */
+/** @typedef {import('./protocol.mjs').WorkerReply} WorkerReply */
+/** @typedef {import('./protocol.mjs').WorkerCommand} WorkerCommand */
+/** @typedef {import('./protocol.mjs').LibraryEvent} LibraryEvent */
+/** @typedef {import('./protocol.mjs').AttemptOutcome} AttemptOutcome */
+/** @typedef {import('./protocol.mjs').MarkerClaim} MarkerClaim */
+
+/** @type {import('./protocol.mjs').WorkerConfig} */
 const cfg = JSON.parse(process.argv[2] ?? '{}');
 const now = () => performance.now();
 const rand = (min, max) => min + Math.random() * (max - min);
@@ -34,22 +45,27 @@ let nextId = 0;
 const pending = new Map();
 let exiting = false;
 
-function send(type, fields = {}) {
+/** @param {WorkerMessage} message */
+function send(message) {
   if (!process.connected) return;
   try {
-    process.send({ type, ...fields });
+    process.send?.(message);
   } catch {
     // the parent is gone; 'disconnect' ends this process
   }
 }
 
-/** A request the parent answers; resolves with the answer. */
-function rpc(type, fields) {
+/**
+ * A request the parent answers; resolves with the answer.
+ * @param {import('./protocol.mjs').WorkerRequest} request
+ * @returns {Promise<WorkerReply>}
+ */
+function rpc(request) {
   if (!process.connected) return new Promise(() => undefined);
   const id = ++nextId;
   return new Promise((resolve) => {
     pending.set(id, resolve);
-    send(type, { id, ...fields });
+    send({ ...request, id });
   });
 }
 
@@ -78,6 +94,7 @@ function longestFreezeSince(since) {
 
 // ---- the lock manager ----
 
+/** @type {import('./protocol.mjs').Warnings} */
 const warnings = { count: 0, last: [] };
 const logger = {
   log: () => undefined,
@@ -94,6 +111,7 @@ const logger = {
 };
 
 /** The library's own events (`onEvent`), kept briefly per key for reports about failed acquisitions. */
+/** @type {LibraryEvent[]} */
 const events = [];
 const t0 = now();
 function onEvent(event) {
@@ -110,10 +128,11 @@ function onEvent(event) {
   });
   if (events.length > 400) events.splice(0, 100);
 }
+/** @returns {LibraryEvent[]} */
 function eventsFor(key, sinceMs) {
   return events
     .filter((e) => e.key === key && e.t >= sinceMs - 50)
-    .map((e) => Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)));
+    .map((e) => /** @type {LibraryEvent} */ (Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined))));
 }
 
 const requestHandler = cfg.sdk?.requestTimeoutMs ? { requestTimeout: cfg.sdk.requestTimeoutMs, throwOnRequestTimeout: true } : undefined;
@@ -126,8 +145,8 @@ const manager = new LockManager({
   onEvent,
   clientConfig: {
     endpoint: cfg.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    region: LOCAL_REGION,
+    credentials: localCredentials(),
     maxAttempts: cfg.sdk?.maxAttempts ?? 3,
     // Lets the fault proxy tell which worker a request came from.
     customUserAgent: `chaos/${cfg.owner}`,
@@ -151,6 +170,8 @@ const TRANSIENT_NAMES = new Set([
 
 function classify(error) {
   if (error instanceof LockBusyError) return 'busy';
+  // The wait ended while DynamoDB failed or did not answer, and no answer showed a holder: an outage.
+  if (error instanceof LockUnavailableError) return 'transient';
   if (error === quiesceReason || error?.name === 'AbortError') return 'aborted';
   if (error instanceof DynamoLockError) return 'lock-error';
   if (TRANSIENT_NAMES.has(error?.name) || TRANSIENT_CODES.has(error?.code)) return 'transient';
@@ -172,6 +193,7 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
   const marker = markerPath(key);
   const state = { markerMine: false, pauseReported: false, abandoned: false };
 
+  /** @returns {MarkerClaim} */
   const claimMarker = () => {
     if (state.markerMine) return { status: 'mine' };
     for (let i = 0; i < 2; i++) {
@@ -213,6 +235,7 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
     const frozenMs = longestFreezeSince(resolvedAt);
     if (frozenMs >= cfg.leaseMs && !state.pauseReported) {
       state.pauseReported = true;
+      /** @type {Partial<import('./protocol.mjs').PauseCheckMessage>} */
       const detail = aborted
         ? {}
         : {
@@ -223,7 +246,7 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
               .map((f) => [Math.round(f.start - resolvedAt), Math.round(f.end - resolvedAt)]),
             events: eventsFor(key, resolvedAt - t0 - 5_000).map((e) => ({ ...e, t: e.t - Math.round(resolvedAt - t0) })),
           };
-      send('pause-check', { leaseId, key, frozenMs: Math.round(frozenMs), aborted, ...detail });
+      send({ type: 'pause-check', leaseId, key, frozenMs: Math.round(frozenMs), aborted, ...detail });
     }
     return { at, aborted };
   };
@@ -232,11 +255,11 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
   const onAbort = () => {
     dropMarker();
     state.abandoned = true;
-    send('abandon', { leaseId, key, reason: signal.reason?.reason ?? String(signal.reason?.name ?? signal.reason) });
+    send({ type: 'abandon', leaseId, key, reason: signal.reason?.reason ?? String(signal.reason?.name ?? signal.reason) });
   };
   if (signal.aborted) {
     check('enter');
-    send('abandon', { leaseId, key, beforeEnter: true, reason: signal.reason?.reason ?? String(signal.reason) });
+    send({ type: 'abandon', leaseId, key, beforeEnter: true, reason: signal.reason?.reason ?? String(signal.reason) });
     return;
   }
   signal.addEventListener('abort', onAbort, { once: true });
@@ -244,7 +267,7 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
     let c = check('enter');
     if (c.aborted) return;
     let claim = claimMarker();
-    const entered = await rpc('enter', { key, leaseId, token, attemptId, gapMs: now() - c.at, marker: claim });
+    const entered = await rpc({ type: 'enter', key, leaseId, token, attemptId, gapMs: now() - c.at, marker: claim });
 
     if (!entered.accepted) return;
     let lost = false;
@@ -257,7 +280,8 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
         break;
       }
       claim = claimMarker();
-      const written = await rpc('write', {
+      const written = await rpc({
+        type: 'write',
         key,
         leaseId,
         token,
@@ -273,14 +297,14 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
     if (plan.unchecked) {
       // A careless client: one last write without checking the signal, even after losing the lock.
       // Only fencing protects the resource from it.
-      await rpc('write', { key, leaseId, token, unchecked: true });
+      await rpc({ type: 'write', key, leaseId, token, unchecked: true });
     }
   } finally {
     signal.removeEventListener('abort', onAbort);
     dropMarker();
     // Checked after leaving the marker: "still valid" here means valid all the time the marker existed.
     const { aborted } = check('exit');
-    await rpc('exit', { key, leaseId, token, aborted, abandoned: state.abandoned });
+    await rpc({ type: 'exit', key, leaseId, token, aborted, abandoned: state.abandoned });
   }
 }
 
@@ -300,7 +324,7 @@ async function task(taskNo) {
     const attemptId = `${cfg.owner}:${taskNo}:${++n}`;
     const siblingAtStart = (keyHeld.get(key) ?? 0) > 0;
     const epochAtStart = keyEpoch.get(key) ?? 0;
-    send('attempt', { attemptId, key });
+    send({ type: 'attempt', attemptId, key });
     const started = now();
     let lock;
     try {
@@ -309,7 +333,8 @@ async function task(taskNo) {
       const outcome = classify(error);
       const sibling = siblingAtStart || (keyEpoch.get(key) ?? 0) !== epochAtStart || (keyHeld.get(key) ?? 0) > 0;
       const holderOwner = error?.holder?.owner;
-      send('attempt-end', {
+      send({
+        type: 'attempt-end',
         attemptId,
         key,
         outcome,
@@ -329,7 +354,8 @@ async function task(taskNo) {
     const resolvedAt = now();
     keyEpoch.set(key, (keyEpoch.get(key) ?? 0) + 1);
     keyHeld.set(key, (keyHeld.get(key) ?? 0) + 1);
-    send('attempt-end', {
+    send({
+      type: 'attempt-end',
       attemptId,
       key,
       outcome: 'acquired',
@@ -348,9 +374,9 @@ async function task(taskNo) {
     }
     try {
       const released = await lock.release();
-      send('released', { leaseId: lock.leaseId, key, released });
+      send({ type: 'released', leaseId: lock.leaseId, key, released });
     } catch (error) {
-      send('release-error', { leaseId: lock.leaseId, key, errorName: error?.name, outcome: classify(error) });
+      send({ type: 'release-error', leaseId: lock.leaseId, key, errorName: error?.name, outcome: classify(error) });
     }
     await sleep(rand(0, cfg.idleMaxMs));
   }
@@ -362,7 +388,7 @@ async function task(taskNo) {
  */
 async function holdKey(key) {
   const attemptId = `${cfg.owner}:hold:${key}`;
-  send('attempt', { attemptId, key });
+  send({ type: 'attempt', attemptId, key });
   const started = now();
   let lock;
   for (;;) {
@@ -374,7 +400,8 @@ async function holdKey(key) {
     }
   }
   const resolvedAt = now();
-  send('attempt-end', {
+  send({
+    type: 'attempt-end',
     attemptId,
     key,
     outcome: 'acquired',
@@ -382,7 +409,7 @@ async function holdKey(key) {
     token: lock.fencingToken,
     waitedMs: Math.round(now() - started),
   });
-  send('holding', { key, leaseId: lock.leaseId, token: lock.fencingToken });
+  send({ type: 'holding', key, leaseId: lock.leaseId, token: lock.fencingToken });
   // Careless at the end: once the lock is lost, one more write without checking (fencing must reject it).
   await section(lock, key, attemptId, resolvedAt, { writes: 1_000_000, holdMs: 100 * 1_000_001, unchecked: true });
   await lock.release().catch(() => undefined);
@@ -394,13 +421,14 @@ let tasks = [];
 let goResolve;
 const go = new Promise((resolve) => (goResolve = resolve));
 
-process.on('message', (message) => {
-  if (message?.re !== undefined) {
+process.on('message', (/** @type {WorkerCommand | WorkerReply} */ message) => {
+  if (message && 're' in message && message.re !== undefined) {
     const resolve = pending.get(message.re);
     pending.delete(message.re);
     resolve?.(message);
     return;
   }
+  if (!('cmd' in message)) return;
   switch (message?.cmd) {
     case 'go':
       goResolve();
@@ -421,7 +449,7 @@ async function doQuiesce() {
   quiescing = true;
   quiesce.abort(quiesceReason);
   await Promise.allSettled(tasks);
-  send('idle', { heldCount: manager.heldCount, warnings });
+  send({ type: 'idle', heldCount: manager.heldCount, warnings });
 }
 
 async function doClose() {
@@ -431,12 +459,14 @@ async function doClose() {
   await Promise.allSettled(tasks);
   exiting = true;
   await manager.close().catch(() => undefined);
-  await new Promise((resolve) => (process.connected ? process.send({ type: 'closed', warnings }, () => resolve()) : resolve()));
+  /** @type {WorkerMessage} */
+  const closed = { type: 'closed', warnings };
+  await new Promise((resolve) => (process.connected && process.send ? process.send(closed, () => resolve(undefined)) : resolve(undefined)));
   process.exit(0);
 }
 
 function crash(error) {
-  send('crash', { stack: String(error?.stack ?? error).slice(0, 3_000) });
+  send({ type: 'crash', stack: String(error?.stack ?? error).slice(0, 3_000) });
   setTimeout(() => process.exit(70), 50);
 }
 
@@ -457,7 +487,7 @@ async function main() {
       await sleep(50);
     }
   }
-  send('ready', { dateNow: Date.now(), skewMs: globalThis.__clockSkewMs ?? 0 });
+  send({ type: 'ready', dateNow: Date.now(), skewMs: globalThis.__clockSkewMs ?? 0 });
   if (!cfg.autoGo) await go;
   if (cfg.tasks > 0) tasks = Array.from({ length: cfg.tasks }, (_, i) => task(i));
 }

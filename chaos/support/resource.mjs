@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * The protected resource of the chaos suite, living in the harness process, and the overlap
  * recorder that judges what it sees.

@@ -1,8 +1,9 @@
+// @ts-check
 /**
  * The printed report of chaos runs: one column per server. Rows marked ✗ are violations and
  * must be 0.
  */
-import { KNOWN_DEFECTS, VIOLATIONS } from '../scenario.mjs';
+import { KNOWN_DEFECTS, VIOLATIONS } from '../checks.mjs';
 
 const FAULT_LABELS = {
   latency: 'added latency',
@@ -117,7 +118,7 @@ function rows(reports) {
 }
 
 export function formatTable(reports) {
-  const table = rows(reports).map(([label, cell]) => [label, ...reports.map((r) => String(cell(r)))]);
+  const table = rows(reports).map(([label, cell]) => [label, ...reports.map((r) => String(/** @type {(r: any) => unknown} */ (cell)(r)))]);
   const header = ['', ...reports.map((r) => r.server)];
   const widths = header.map((_, i) => Math.max(...[header, ...table].map((row) => [...row[i]].length)));
   const line = (row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');

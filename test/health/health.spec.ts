@@ -15,7 +15,7 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import { DynamoLockModule, type DynamoLockOptions } from '../../lib';
 import { DynamoLockHealthIndicator } from '../../lib/health';
-import { findFreePort } from '../support/free-port';
+import { findFreePort } from '../../tools/free-port.mjs';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer, uniqueTableName } from '../support/servers';
 

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureLockTable, type Lock, LockConfigurationError, LockLostError, LockManager, LockTableError, MemoryLockStore } from '../../lib';
 import { classifyError } from '../../lib/cli/error-report';
-import { findFreePort } from '../support/free-port';
+import { findFreePort } from '../../tools/free-port.mjs';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
 import { describeEachServer } from '../support/servers';

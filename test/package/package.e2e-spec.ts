@@ -1,22 +1,39 @@
 /**
- * The package as users get it: `npm pack` of this repository, the tarball's contents, and the
- * tarball installed into fresh scratch apps in a temporary directory and run there:
+ * The package as users get it: `npm pack` of this repository's sources as a fresh clone has them
+ * (no `dist/`: the `prepack` script builds it), the tarball's contents, and the tarball installed
+ * into fresh scratch apps in a temporary directory and run there:
  *
  * - a NestJS 12 app that is an ES module (`"type": "module"`),
  * - a NestJS 11 app in CommonJS,
  * - the `dynamo-lock` command in a directory with no Nest at all (only the tarball and the
  *   AWS SDK), since the CLI must not need Nest,
- * - a TypeScript consumer (`.mts` and `.cts`) type-checked against the installed declarations.
+ * - a TypeScript consumer (`.mts` and `.cts`) type-checked against the installed declarations,
+ * - a TypeScript 5 consumer with the legacy CommonJS tsconfig of many Nest 10/11 apps
+ *   (`"module": "commonjs"`, node10 resolution, which ignores `exports`: the subpaths resolve
+ *   through `typesVersions`).
  *
  * The apps talk to a real server of the run (dynalite when it runs). Installs use the exact
  * versions of this repository's node_modules (Nest 11: {@link NEST_11}) with `--prefer-offline`,
- * so they come from the npm cache once it has them. Packs what is in `dist/`: build first
- * (`npm test` and `npm run pack:check` do). `DYNAMO_LOCK_KEEP_PACK_DIR=1` keeps the scratch
- * directory and prints its path.
+ * so they come from the npm cache once it has them. The pack runs in a copy of the sources
+ * (`lib/`, package.json, the tsconfigs, README, LICENSE; node_modules linked) without `dist/`,
+ * so it neither needs nor touches this repository's `dist/`. `DYNAMO_LOCK_KEEP_PACK_DIR=1`
+ * keeps the scratch directory and prints its path.
  */
 import { execFile } from 'node:child_process';
 import { builtinModules } from 'node:module';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -27,6 +44,12 @@ import { createTestClient, deleteTable, type TestServer, testServers, uniqueTabl
 const NEST_11 = '11.2.10';
 /** The @nestjs/event-emitter release for NestJS 11 (CommonJS). */
 const EVENT_EMITTER_FOR_NEST_11 = '3.1.0';
+/** The @nestjs/terminus release for NestJS 11 (its types are checked with the /health entry point). */
+const TERMINUS_FOR_NEST_11 = '11.1.1';
+/** The TypeScript 5 release the CommonJS app type-checks with (the last 5.x; many Nest 10/11 apps are on 5). */
+const TYPESCRIPT_5 = '5.9.3';
+/** What `npm pack` needs of the repository, copied to a scratch directory without `dist/`. */
+const PACK_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'lib'];
 /** Peer dependencies the Nest 12 app installs, at the versions in this repository's node_modules. */
 const NEST_12_APP_DEPS = [
   '@nestjs/common',
@@ -59,6 +82,7 @@ interface PackedManifest {
   main?: string;
   types?: string;
   exports?: unknown;
+  typesVersions?: Record<string, Record<string, string[]>>;
   bin?: Record<string, string>;
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
@@ -273,9 +297,56 @@ export async function once(): Promise<number> {
 new lockPackage.LockManager({ tableName: 1 });
 `;
 
+/**
+ * A TypeScript 5 consumer of the legacy Nest CommonJS tsconfig (node10 resolution): the root and
+ * both subpath entry points, decorators, and a type error the declarations must catch.
+ */
+const NODE10_CONSUMER = `
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { DynamoLockModule, LockService, WithLock, type DynamoLockOptions } from 'nestjs-dynamo-lock';
+import { DynamoLockHealthIndicator } from 'nestjs-dynamo-lock/health';
+import { LockBusyError, LockManager } from 'nestjs-dynamo-lock/standalone';
+
+const options: DynamoLockOptions = { tableName: 'locks', leaseDuration: '30s' };
+
+@Injectable()
+export class Jobs {
+  constructor(private readonly locks: LockService) {}
+
+  @WithLock('job-<0>')
+  async run(id: string): Promise<string> {
+    return \`\${id}:\${this.locks.current()?.fencingToken ?? 0}\`;
+  }
+}
+
+@Module({ imports: [DynamoLockModule.forRoot(options)], providers: [Jobs, DynamoLockHealthIndicator] })
+export class AppModule {}
+
+export async function once(): Promise<number | null> {
+  const manager = new LockManager({ tableName: 'locks' });
+  try {
+    const lock = await manager.acquire('k', { wait: false });
+    // @ts-expect-error a fencing token is a number
+    const token: string = lock.fencingToken;
+    void token;
+    await lock.release();
+    return lock.fencingToken;
+  } catch (error) {
+    if (error instanceof LockBusyError) return null;
+    throw error;
+  } finally {
+    await manager.close();
+  }
+}
+`;
+
 describe('npm package: pack, install from the tarball, run', () => {
   let root: string;
   let work: string;
+  /** The copy of the sources that was packed, and whether it had build output before `npm pack`. */
+  let packedFrom: string;
+  let builtBeforePack: boolean;
   let tarball: string;
   let manifest: PackedManifest;
   let entries: Map<string, TarEntry>;
@@ -287,7 +358,20 @@ describe('npm package: pack, install from the tarball, run', () => {
     root = repoRoot();
     server = testServers().find((candidate) => candidate.name === 'dynalite') ?? testServers()[0];
     work = mkdtempSync(path.join(tmpdir(), 'nestjs-dynamo-lock-pack-'));
-    const packed = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, env: childEnv(), timeoutMs: 60_000 });
+    // The sources as a fresh clone has them: no build output, which npm pack must build (prepack).
+    packedFrom = path.join(work, 'source');
+    mkdirSync(packedFrom);
+    for (const entry of PACK_SOURCES) cpSync(path.join(root, entry), path.join(packedFrom, entry), { recursive: true });
+    symlinkSync(path.join(root, 'node_modules'), path.join(packedFrom, 'node_modules'), 'dir');
+    builtBeforePack = existsSync(path.join(packedFrom, 'dist', 'index.js'));
+    // Output of an earlier build whose source is gone: prepack builds afresh, so it is not shipped.
+    mkdirSync(path.join(packedFrom, 'dist'));
+    writeFileSync(path.join(packedFrom, 'dist', 'removed-source.js'), 'module.exports = {};\n');
+    const packed = await run('npm', ['pack', '--json', '--pack-destination', work], {
+      cwd: packedFrom,
+      env: childEnv(),
+      timeoutMs: 110_000,
+    });
     expectSuccess(packed, 'npm pack');
     const [report] = JSON.parse(packed.stdout) as [{ filename: string; size: number; unpackedSize: number; entryCount: number }];
     tarball = path.join(work, report.filename);
@@ -295,9 +379,9 @@ describe('npm package: pack, install from the tarball, run', () => {
     manifest = JSON.parse(entries.get('package/package.json')?.body.toString('utf8') ?? '{}') as PackedManifest;
     timings.push(
       `${report.filename} ${(statSync(tarball).size / 1024).toFixed(1)} kB packed, ${(report.unpackedSize / 1024).toFixed(1)} kB unpacked, ` +
-        `${report.entryCount} files; npm pack ${seconds(packed.ms)}`,
+        `${report.entryCount} files; npm pack (with its build) ${seconds(packed.ms)}`,
     );
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     if (tables.length > 0 && server) {
@@ -331,9 +415,10 @@ describe('npm package: pack, install from the tarball, run', () => {
       expect(manifest.name).toBe('nestjs-dynamo-lock');
     });
 
-    it('has no stale build output: each dist/ file compiles from a lib/ source, and each source is built and not newer than its output', () => {
-      const sources = new Set(libSources(path.join(root, 'lib')));
-      const rebuild = 'rebuild: rm -rf dist && npm run build';
+    it('is built afresh by npm pack itself (prepack): each dist/ file compiles from a lib/ source, and each source is built', () => {
+      expect(builtBeforePack).toBe(false);
+      const sources = new Set(libSources(path.join(packedFrom, 'lib')));
+      const rebuild = 'the prepack script must build dist/ afresh';
       const orphans = [...entries.keys()]
         .filter((name) => name.startsWith('package/dist/'))
         .map((name) => name.slice('package/dist/'.length))
@@ -341,11 +426,6 @@ describe('npm package: pack, install from the tarball, run', () => {
       if (orphans.length > 0) throw new Error(`dist/ files with no source in lib/ (${rebuild}):\n${orphans.join('\n')}`);
       const unbuilt = [...sources].filter((source) => !entries.has(`package/dist/${source.replace(/\.ts$/, '.js')}`));
       if (unbuilt.length > 0) throw new Error(`lib/ sources missing from the tarball's dist/ (${rebuild}):\n${unbuilt.join('\n')}`);
-      const newer = [...sources].filter((source) => {
-        const output = path.join(root, 'dist', source.replace(/\.ts$/, '.js'));
-        return existsSync(output) && statSync(path.join(root, 'lib', source)).mtimeMs > statSync(output).mtimeMs;
-      });
-      if (newer.length > 0) throw new Error(`lib/ sources newer than their dist/ output (${rebuild}):\n${newer.join('\n')}`);
     });
 
     it('ships no source map that points at files it does not ship', () => {
@@ -382,6 +462,17 @@ describe('npm package: pack, install from the tarball, run', () => {
       for (const target of targets) {
         expect(target.startsWith('./')).toBe(true);
         expect({ target, inTarball: inTarball(target) }).toEqual({ target, inTarball: true });
+      }
+
+      // node10 resolution (the legacy "module": "commonjs" tsconfig) ignores exports: typesVersions
+      // maps each subpath to the same declarations as its exports "types" condition.
+      const subpaths = Object.entries(exportsMap).filter(([subpath]) => subpath !== '.' && subpath !== './package.json');
+      expect(subpaths.length).toBeGreaterThan(0);
+      for (const [subpath, conditions] of subpaths) {
+        const types = (conditions as Record<string, string>).types;
+        expect(Object.keys(conditions as object)[0]).toBe('types');
+        expect({ subpath, typesVersions: manifest.typesVersions?.['*']?.[subpath.slice(2)] }).toEqual({ subpath, typesVersions: [types] });
+        expect(inTarball(types)).toBe(true);
       }
 
       expect(manifest.bin).toEqual({ 'dynamo-lock': 'dist/cli/main.js' });
@@ -472,7 +563,13 @@ describe('npm package: pack, install from the tarball, run', () => {
       const common = ['reflect-metadata', 'rxjs', '@aws-sdk/client-dynamodb', '@opentelemetry/api'].map(pinned);
       [esmApp, cjsApp, cliDir] = await Promise.all([
         scratchApp('nest12-esm-app', { type: 'module' }, NEST_12_APP_DEPS.map(pinned)),
-        scratchApp('nest11-cjs-app', { type: 'commonjs' }, [...nest11, `@nestjs/event-emitter@${EVENT_EMITTER_FOR_NEST_11}`, ...common]),
+        scratchApp('nest11-cjs-app', { type: 'commonjs' }, [
+          ...nest11,
+          `@nestjs/event-emitter@${EVENT_EMITTER_FOR_NEST_11}`,
+          `@nestjs/terminus@${TERMINUS_FOR_NEST_11}`,
+          `typescript@${TYPESCRIPT_5}`,
+          ...common,
+        ]),
         scratchApp('cli-only', {}, [pinned('@aws-sdk/client-dynamodb')]),
       ]);
     }, 100_000);
@@ -619,5 +716,93 @@ describe('npm package: pack, install from the tarball, run', () => {
       expectSuccess(result, 'tsc on the TypeScript consumers');
       timings.push(`tsc consumers ${seconds(result.ms)}`);
     }, 70_000);
+
+    it(`type-checks a TypeScript ${TYPESCRIPT_5} consumer of the legacy Nest CommonJS tsconfig (node10 resolution): the root, /health and /standalone`, async () => {
+      const dir = path.join(cjsApp, 'types-node10');
+      mkdirSync(dir);
+      writeFileSync(path.join(dir, 'consumer.ts'), NODE10_CONSUMER);
+      writeFileSync(
+        path.join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2021',
+            module: 'commonjs',
+            moduleResolution: 'node10',
+            strict: true,
+            noEmit: true,
+            experimentalDecorators: true,
+            emitDecoratorMetadata: true,
+            // The installed declarations (this package's and the Nest 11 ones they name) are checked too.
+            skipLibCheck: false,
+            typeRoots: [path.join(root, 'node_modules', '@types')],
+            types: ['node'],
+          },
+          files: ['consumer.ts'],
+        }),
+      );
+      const tsc = path.join(cjsApp, 'node_modules', 'typescript', 'bin', 'tsc');
+      const version = await run(process.execPath, [tsc, '--version'], { cwd: dir, env: childEnv(), timeoutMs: 30_000 });
+      expect(version.stdout.trim()).toBe(`Version ${TYPESCRIPT_5}`);
+      const result = await run(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.json')], {
+        cwd: dir,
+        env: childEnv(),
+        timeoutMs: 60_000,
+      });
+      expectSuccess(result, `tsc ${TYPESCRIPT_5} (module commonjs, moduleResolution node10)`);
+      timings.push(`tsc ${TYPESCRIPT_5} node10 consumer ${seconds(result.ms)}`);
+    }, 70_000);
   });
+});
+
+describe('package-lock.json: npm ci and npm install on a fresh clone, on any platform', () => {
+  interface LockEntry {
+    version?: string;
+    dependencies?: Record<string, string>;
+    optionalDependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+  }
+
+  it("records every locked package's dependencies, other platforms' optional binaries included (npm ci rejects a lock without them)", () => {
+    const lock = JSON.parse(readFileSync(path.join(repoRoot(), 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+    const { packages } = lock;
+    /** Node's lookup: `<dir>/node_modules/<name>`, then each enclosing node_modules up to the root. */
+    const resolves = (from: string, name: string): boolean => {
+      let dir = from;
+      for (;;) {
+        if (packages[`${dir ? `${dir}/` : ''}node_modules/${name}`]) return true;
+        if (!dir) return false;
+        const parent = dir.lastIndexOf('/node_modules/');
+        dir = parent < 0 ? '' : dir.slice(0, parent);
+      }
+    };
+    const missing = Object.entries(packages).flatMap(([location, entry]) =>
+      (['dependencies', 'optionalDependencies', ...(location === '' ? ['devDependencies' as const] : [])] as const).flatMap((field) =>
+        Object.keys(entry[field] ?? {})
+          .filter((name) => !resolves(location, name))
+          .map((name) => `${location || '(root)'} ${field} ${name}@${entry[field]![name]}`),
+      ),
+    );
+    // A release whose platform binaries the registry lacks leaves them out: pin one that has them all.
+    expect(missing).toEqual([]);
+  });
+
+  it('is what npm install writes: npm install leaves package-lock.json as committed', async () => {
+    const root = repoRoot();
+    const dir = mkdtempSync(path.join(tmpdir(), 'nestjs-dynamo-lock-lock-'));
+    try {
+      for (const file of ['package.json', 'package-lock.json']) copyFileSync(path.join(root, file), path.join(dir, file));
+      const result = await run(
+        'npm',
+        ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'],
+        { cwd: dir, env: childEnv(), timeoutMs: 60_000 },
+      );
+      expectSuccess(result, 'npm install --package-lock-only');
+      const committed = readFileSync(path.join(root, 'package-lock.json'), 'utf8');
+      const rewritten = readFileSync(path.join(dir, 'package-lock.json'), 'utf8');
+      // On a difference: run npm install and commit package-lock.json.
+      expect(rewritten === committed).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 70_000);
 });

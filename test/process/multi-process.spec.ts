@@ -18,7 +18,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { LockBusyError } from '../../lib';
-import { killOnExit } from '../support/exit-guard';
+import { killOnExit } from '../../tools/exit-guard.mjs';
 import { LockFixture } from '../support/lock-fixture';
 import { describeEachServer, type TestServer } from '../support/servers';
 import { rejectionOf } from '../support/rejection';

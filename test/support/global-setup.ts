@@ -1,16 +1,6 @@
-import { startDynalite } from './dynalite-server';
-import { startDynamoDbLocal } from './dynamodb-local';
+import { externalEndpoint, type RunningServer, startLocalServer } from '../../tools/dynamodb-servers.mjs';
 import { getGlobalServerState, setGlobalServerState } from './global-state';
-import type { RunningServer } from './running-server';
-import {
-  EXTERNAL_ENDPOINT_ENV,
-  type LocalServerName,
-  SELECT_SERVERS_ENV,
-  SERVERS_JSON_ENV,
-  type TestServer,
-  encodeServers,
-  parseServerSelection,
-} from './server-list';
+import { SELECT_SERVERS_ENV, SERVERS_JSON_ENV, type TestServer, encodeServers, parseServerSelection } from './server-list';
 
 /**
  * Jest global setup: starts the DynamoDB-compatible servers the tests run
@@ -21,15 +11,12 @@ import {
  *   start only those; default is both.
  * - `DYNAMO_LOCK_TEST_STARTUP_TIMEOUT_MS`: how long DynamoDB Local may take to start (30 s).
  */
-export default async function globalSetup(
-  globalConfig: { readonly watch: boolean; readonly watchAll: boolean },
-  projectConfig: { readonly rootDir: string },
-): Promise<void> {
+export default async function globalSetup(globalConfig: { readonly watch: boolean; readonly watchAll: boolean }): Promise<void> {
   const started = Date.now();
   // The SDK warns about Node 20 on first client creation; that is noise in tests.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-  const external = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env[EXTERNAL_ENDPOINT_ENV];
+  const external = externalEndpoint();
   if (external) {
     publish([{ name: 'external', endpoint: external }], 'external server', started);
     return;
@@ -48,7 +35,8 @@ export default async function globalSetup(
   const results = await Promise.allSettled(
     selection.map(async (name) => {
       const t0 = Date.now();
-      const server = await startServer(name, projectConfig.rootDir);
+      // dynalite runs in this process (quick); DynamoDB Local with a quick-starting JVM.
+      const server = await startLocalServer(name, name === 'dynamodb-local' ? { startupTimeoutMs: startupTimeoutMs() } : {});
       timings.push(`${name} ${Date.now() - t0} ms`);
       return server;
     }),
@@ -62,15 +50,6 @@ export default async function globalSetup(
 
   setGlobalServerState({ selection: selection.join(','), servers });
   publish(servers, `started ${timings.join(', ')}`, started);
-}
-
-async function startServer(name: LocalServerName, rootDir: string): Promise<RunningServer> {
-  switch (name) {
-    case 'dynalite':
-      return startDynalite();
-    case 'dynamodb-local':
-      return startDynamoDbLocal({ rootDir, startupTimeoutMs: startupTimeoutMs() });
-  }
 }
 
 /** `DYNAMO_LOCK_TEST_STARTUP_TIMEOUT_MS` (default 30 s) bounds the JVM's start. */

@@ -1,4 +1,4 @@
-import type { RunningServer } from './running-server';
+import type { RunningServer } from '../../tools/dynamodb-servers.mjs';
 
 /** Servers started by the global setup, kept on `globalThis` for the teardown. */
 export interface GlobalServerState {

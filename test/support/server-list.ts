@@ -3,11 +3,9 @@
  * Jest's global setup to the test workers through an environment variable.
  */
 
-/** Servers the global setup can start locally. */
-export const LOCAL_SERVER_NAMES = ['dynamodb-local', 'dynalite'] as const;
+import { LOCAL_SERVER_NAMES, type LocalServerName } from '../../tools/dynamodb-servers.mjs';
 
-/** A server the global setup can start locally. */
-export type LocalServerName = (typeof LOCAL_SERVER_NAMES)[number];
+export type { LocalServerName };
 
 /** Name of a server under test; `external` is the one named by `DYNAMODB_ENDPOINT`. */
 export type TestServerName = LocalServerName | 'external';
@@ -21,8 +19,6 @@ export interface TestServer {
 
 /** Input: comma-separated local servers to start (default: all of them). */
 export const SELECT_SERVERS_ENV = 'DYNAMO_LOCK_TEST_SERVERS';
-/** Input: use this endpoint only, start nothing (region/credentials from env). */
-export const EXTERNAL_ENDPOINT_ENV = 'DYNAMODB_ENDPOINT';
 /** Output of global setup: JSON array of {@link TestServer}. */
 export const SERVERS_JSON_ENV = 'DYNAMO_LOCK_TEST_ENDPOINTS';
 
@@ -65,15 +61,4 @@ function isTestServer(value: unknown): value is TestServer {
   if (typeof value !== 'object' || value === null) return false;
   const { name, endpoint } = value as Record<string, unknown>;
   return typeof endpoint === 'string' && typeof name === 'string' && (name === 'external' || isLocalServerName(name));
-}
-
-/** Region used with local servers (they accept any). */
-export const LOCAL_REGION = 'us-east-1';
-
-/**
- * Fresh dummy static credentials for local servers (requests must still be
- * signed). A new object each time: the SDK annotates the object it is given.
- */
-export function localCredentials(): { accessKeyId: string; secretAccessKey: string } {
-  return { accessKeyId: 'test', secretAccessKey: 'test' };
 }

@@ -8,7 +8,8 @@ import {
   type DynamoDBClientConfig,
 } from '@aws-sdk/client-dynamodb';
 import { describe } from '@jest/globals';
-import { localCredentials, LOCAL_REGION, SERVERS_JSON_ENV, type TestServer, decodeServers } from './server-list';
+import { localCredentials, LOCAL_REGION } from '../../tools/dynamodb-servers.mjs';
+import { SERVERS_JSON_ENV, type TestServer, decodeServers } from './server-list';
 
 export type { TestServer, TestServerName } from './server-list';
 

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from '@jest/globals';
-import { killOnExit } from '../../support/exit-guard';
+import { killOnExit } from '../../../tools/exit-guard.mjs';
 import type { TestServer } from '../../support/servers';
 
 /** How a CLI run ended, and what it printed. */

@@ -1,28 +1,36 @@
+// @ts-check
 /**
  * Last-resort cleanup for child processes: runs registered synchronous kill
  * functions when this process exits or is interrupted (SIGINT, SIGTERM,
- * SIGHUP), even if Jest never gets to its global teardown.
+ * SIGHUP), even if the harness (Jest's global teardown, a chaos or benchmark
+ * run) never gets to stop them itself.
  */
-const killers = new Set<() => void>();
+
+/** @type {Set<() => void>} */
+const killers = new Set();
 let installed = false;
 
-/** Registers `kill` until the returned function is called. */
-export function killOnExit(kill: () => void): () => void {
+/**
+ * Registers `kill` until the returned function is called.
+ * @param {() => void} kill
+ * @returns {() => void}
+ */
+export function killOnExit(kill) {
   install();
   killers.add(kill);
   return () => killers.delete(kill);
 }
 
-function runAll(): void {
+function runAll() {
   for (const kill of killers) kill();
   killers.clear();
 }
 
-function install(): void {
+function install() {
   if (installed) return;
   installed = true;
   process.once('exit', runAll);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
     process.once(signal, () => {
       runAll();
       // Our listener is gone now, so this takes the default action (or Jest's).

@@ -1,10 +1,12 @@
+// @ts-check
 import { createServer } from 'node:net';
 
 /**
  * Returns a TCP port on 127.0.0.1 that was free a moment ago (bind to port 0,
  * read the port, close). Another process may still take it before use.
+ * @returns {Promise<number>}
  */
-export function findFreePort(): Promise<number> {
+export function findFreePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();

