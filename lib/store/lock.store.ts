@@ -16,6 +16,7 @@ import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-rec
 import type { LockStorePort } from './lock-store.interface';
 import { type AcquireWrite, CLAIM_LEASE_MS, type QueueWrite, queuedData, type TableHealth, type WriteResult } from './lock-store.protocol';
 import { ensureLockTable, tableHealth } from './lock-table';
+import { sendWithinLimit } from './timed-request';
 import { isConditionFailure } from './transient-error';
 
 /** How the store computes the TTL attribute. */
@@ -365,48 +366,16 @@ export class LockStore implements LockStorePort {
     operation: string,
     command: UpdateItemCommand | GetItemCommand | ScanCommand,
   ): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
-    const limitMs = this.options.requestTimeoutMs;
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    // The error of the SDK's last failed attempt: the time-out's cause when the SDK was retrying.
-    let lastAttempt: unknown;
-    const timedOut = new Promise<never>((_, reject) => {
-      if (limitMs === undefined || !Number.isFinite(limitMs)) return;
-      timer = setTimeout(() => {
-        const message = REQUEST_TIMED_OUT(operation, this.options.tableName, limitMs, lastAttempt);
-        const error = Object.assign(new Error(message, lastAttempt === undefined ? undefined : { cause: lastAttempt }), {
-          name: 'TimeoutError',
-        });
-        controller.abort(error);
-        reject(error);
-      }, limitMs);
-    });
-    // The client and the middleware stack have one overload per command, and none for the union.
-    const sdkCommand = command as UpdateItemCommand;
-    // Inside the SDK's retry loop, so it sees each attempt (on this command only).
-    sdkCommand.middlewareStack.add(
-      (next) => async (args) => {
-        try {
-          return await next(args);
-        } catch (error) {
-          lastAttempt = error;
-          throw error;
-        }
-      },
-      { step: 'finalizeRequest', priority: 'normal', name: 'dynamoLockLastAttempt' },
-    );
+    const { tableName, requestTimeoutMs } = this.options;
     try {
-      const sent = this.client.send(sdkCommand, { abortSignal: controller.signal });
-      return await Promise.race([sent, timedOut]);
+      return await sendWithinLimit(this.client, command, requestTimeoutMs, (lastAttempt) =>
+        REQUEST_TIMED_OUT(operation, tableName, requestTimeoutMs ?? 0, lastAttempt),
+      );
     } catch (error) {
-      // The SDK's own abort error, when it noticed the signal first, is our timeout.
-      if (controller.signal.aborted) throw controller.signal.reason;
       if (error instanceof Error && error.name === 'ResourceNotFoundException') {
-        throw new LockTableError(TABLE_MISSING(this.options.tableName), this.options.tableName, 'missing');
+        throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
       }
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 }
