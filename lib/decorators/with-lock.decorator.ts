@@ -102,10 +102,11 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     const plan = planOf(options, where);
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
     const returnsObservable = isObservableType(returnType);
-    // With decorator metadata the declared result is known: a lock cannot make a synchronous
-    // method's result synchronous, nor tell an Observable declared through `import type`.
-    const declared = Reflect.hasMetadata('design:returntype', target, propertyKey);
-    if (declared && !returnsObservable && returnType !== Promise) {
+    // A declared result that is a known type other than a Promise or an Observable (`number`, a
+    // class) cannot stay what it is under a lock. `Object` (a type alias, `import type`, a union,
+    // an interface) and no type at all say nothing: an `async` method returns a Promise anyway,
+    // and for the others an Observable result is caught when the method returns it.
+    if (typeof returnType === 'function' && returnType !== Object && returnType !== Promise && !returnsObservable && !isAsync(original)) {
       throw new LockValidationError(WITH_LOCK_RETURN_TYPE(where, typeName(returnType)));
     }
 
@@ -239,9 +240,14 @@ function lockedObservable(run: (signal?: AbortSignal) => Promise<Outcome>): Obse
   });
 }
 
-/** A declared type's name for messages (`Number`, `Object` for a type-only import, `void`). */
-function typeName(type: unknown): string {
-  return typeof type === 'function' && type.name ? type.name : 'void or not declared';
+/** Whether a function is `async` (so it returns a Promise, whatever its declared type says). */
+function isAsync(fn: Method): boolean {
+  return (fn as { [Symbol.toStringTag]?: string })[Symbol.toStringTag] === 'AsyncFunction';
+}
+
+/** A declared type's name for messages (`Number`, `Invoice`). */
+function typeName(type: { readonly name: string }): string {
+  return type.name || 'an anonymous class';
 }
 
 function isObservableType(type: unknown): boolean {

@@ -326,7 +326,7 @@ export const WITH_LOCK_RETURN_TYPE = (where: string, declared: string) =>
   `@WithLock on ${where}: the method must return a Promise or an Observable, but is declared to return ${declared}. Make it async (it then returns Promise<T>), or declare \`: Observable<T>\` with Observable imported as a value (\`import { Observable } from 'rxjs'\`, not \`import type\`).`;
 
 export const WITH_LOCK_OBSERVABLE_UNDECLARED = (where: string) =>
-  `@WithLock on ${where}: the method returned an Observable, but without decorator metadata (emitDecoratorMetadata) @WithLock cannot know that before the call, and returned a Promise. Enable emitDecoratorMetadata and declare \`: Observable<T>\`, or return a Promise (e.g. lastValueFrom(...)).`;
+  `@WithLock on ${where}: the method returned an Observable, but its declared result could not be read before the call (no decorator metadata, or a type alias, \`import type\` or union in the declaration), so @WithLock returned a Promise. Declare \`: Observable<T>\` with Observable imported as a value (and emitDecoratorMetadata on), or return a Promise (e.g. lastValueFrom(...)).`;
 
 export const LOCK_SERVICE_MISSING = (className: string, method?: string) =>
   `${className}${method ? `.${method}` : ''} uses @WithLock, but no LockService is available to it. Import DynamoLockModule.forRoot() (or forRootAsync()) in your root module (it is global unless isGlobal: false; then import it in ${className}'s module), and let Nest create ${className} (do not construct it with new).`;
