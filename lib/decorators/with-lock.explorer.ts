@@ -1,7 +1,8 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { LockConfigurationError } from '../errors/lock.errors';
-import { LOCK_SERVICE_MISSING } from '../errors/lock.messages';
+import { LOCK_SERVICE_MISSING, SCHEDULE_UNREADABLE } from '../errors/lock.messages';
+import { LockService } from '../lock.service';
 import { schedulePeriodMs } from './schedule-period.reader';
 import { LOCK_SERVICE_PROPERTY, WITH_LOCK_METHODS } from './with-lock.decorator';
 import { fitToSchedule, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.plan';
@@ -16,7 +17,10 @@ import { fitToSchedule, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.pl
  */
 @Injectable()
 export class WithLockExplorer implements OnModuleInit {
-  constructor(private readonly discovery: DiscoveryService) {}
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly locks: LockService,
+  ) {}
 
   /** @internal */
   async onModuleInit(): Promise<void> {
@@ -28,16 +32,20 @@ export class WithLockExplorer implements OnModuleInit {
       if (!(instance as Record<symbol, unknown>)[LOCK_SERVICE_PROPERTY]) {
         throw new LockConfigurationError(LOCK_SERVICE_MISSING(instance.constructor.name, methods[0]));
       }
-      for (const name of methods) await fitMethod((instance as Record<string, unknown>)[name]);
+      for (const name of methods) await this.fitMethod((instance as Record<string, unknown>)[name]);
     }
   }
-}
 
-/** Fits one `@WithLock` method's plan to its schedule, if it has both. */
-async function fitMethod(method: unknown): Promise<void> {
-  if (typeof method !== 'function') return;
-  const plan = Reflect.getMetadata(WITH_LOCK_PLAN, method) as WithLockPlan | undefined;
-  if (!plan?.skip) return;
-  const periodMs = await schedulePeriodMs(method);
-  if (periodMs !== undefined) fitToSchedule(plan, periodMs);
+  /** Fits one `@WithLock` method's plan to its schedule, if it has both. */
+  private async fitMethod(method: unknown): Promise<void> {
+    if (typeof method !== 'function') return;
+    const plan = Reflect.getMetadata(WITH_LOCK_PLAN, method) as WithLockPlan | undefined;
+    if (!plan?.skip) return;
+    const periodMs = await schedulePeriodMs(method);
+    if (periodMs === null) {
+      if (!plan.holdAtLeastSet) this.locks.options.logger.warn(SCHEDULE_UNREADABLE(plan.where, plan.holdAtLeastMs));
+      return;
+    }
+    if (periodMs !== undefined) fitToSchedule(plan, periodMs);
+  }
 }
