@@ -1,3 +1,5 @@
+import type { LockHolder } from '../errors/lock.errors';
+
 /** How many keys are remembered; the least recently updated are forgotten first. */
 const MAX_KEYS = 1_000;
 /** Weight of a new sample in the moving average of hold times. */
@@ -11,7 +13,7 @@ interface KeyFacts {
    * release that failed, a waiter that gave up and could not leave the queue. Finding one as the
    * holder, this process takes the lock over at once instead of waiting out a lease.
    */
-  orphans?: Set<string>;
+  orphans?: Map<string, string | undefined>;
   /** Monotonic time this process last saw (or made) the key held by someone else. */
   busyAt?: number;
   /** The record version this process watches, kept across calls (see {@link RecordObservation}). */
@@ -32,6 +34,8 @@ export interface RecordObservation {
   readonly at: number;
   /** The owner token it showed, if the lock was held. */
   readonly holder: string | undefined;
+  /** Who that holder was (owner, fencing token, lease), for the takeover event. */
+  readonly holderInfo?: LockHolder;
 }
 
 /**
@@ -56,17 +60,30 @@ export class KeyHistory {
     return now - facts.busyAt < Math.max(2 * (facts.holdMs ?? 0), 50);
   }
 
-  /** Remembers a token of this process that nobody holds any more. */
-  addOrphan(key: string, token: string): void {
+  /**
+   * Remembers a token of this process that nobody holds any more. `rvn` is the record version its
+   * last write left, for a token that was handed out (a lease that ran out: its lease id may be
+   * renewed elsewhere with `renewLease()`, which changes the version); `undefined` for a token no
+   * caller ever saw (a waiter that gave up).
+   */
+  addOrphan(key: string, token: string, rvn?: string): void {
     const facts = this.touch(key);
-    facts.orphans ??= new Set();
-    facts.orphans.add(token);
-    if (facts.orphans.size > 16) facts.orphans.delete(facts.orphans.values().next().value as string);
+    facts.orphans ??= new Map();
+    facts.orphans.set(token, rvn);
+    if (facts.orphans.size > 16) facts.orphans.delete(facts.orphans.keys().next().value as string);
   }
 
-  /** Whether `token` is an orphan of this process for `key`. */
-  isOrphan(key: string, token: string): boolean {
-    return this.facts.get(key)?.orphans?.has(token) ?? false;
+  /**
+   * Whether `token`, found holding `key` at record version `rvn`, is an orphan of this process:
+   * one it marked, and still at the version its last write left when that is known.
+   * @returns the version to condition a takeover on (`null`: take over by token), or `undefined`.
+   */
+  orphanAt(key: string, token: string, rvn: string | undefined): string | null | undefined {
+    const orphans = this.facts.get(key)?.orphans;
+    if (!orphans?.has(token)) return undefined;
+    const known = orphans.get(token);
+    if (known === undefined) return null;
+    return known === rvn ? known : undefined;
   }
 
   /** Forgets an orphan (taken over or seen gone). */
@@ -79,9 +96,9 @@ export class KeyHistory {
    * first-seen time while the version stays the same, starts anew when it changed.
    * @returns the observation in force for the key.
    */
-  observe(key: string, rvn: string, leaseMs: number, holder: string | undefined, now: number): RecordObservation {
+  observe(key: string, rvn: string, leaseMs: number, holder: string | undefined, now: number, holderInfo?: LockHolder): RecordObservation {
     const facts = this.touch(key);
-    if (facts.observed?.rvn !== rvn) facts.observed = { rvn, leaseMs, at: now, holder };
+    if (facts.observed?.rvn !== rvn) facts.observed = { rvn, leaseMs, at: now, holder, holderInfo };
     return facts.observed;
   }
 

@@ -92,7 +92,7 @@ export class KeyQueues {
     const slot = this.slotFor(waiter.storedKey);
     // Another caller of this process holds the key, or is ahead in the queue for it.
     const behind = slot.holder !== undefined || this.nextWaiter(slot) !== undefined;
-    if (behind && waiter.deadline <= waiter.startedAt) return this.settle(waiter, this.busyError(waiter));
+    if (behind && waiter.deadline <= waiter.startedAt) return this.settle(waiter, this.deadlineError(waiter));
     slot.waiters.push(waiter);
     const onAbort = () => this.settle(waiter, signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -206,12 +206,15 @@ export class KeyQueues {
   private deadlineError(waiter: Waiter): LockBusyError | LockUnavailableError {
     const slot = this.slots.get(waiter.storedKey);
     const ahead = slot !== undefined && !waiter.settled && this.nextWaiter(slot) !== waiter ? this.nextWaiter(slot) : undefined;
-    if (waiter.holder !== undefined || slot?.holder !== undefined || ahead !== undefined) {
+    // A caller ahead that saw a holder, or is still on its way to the lock, makes the key busy; one
+    // that only got errors so far is in the same outage as this one.
+    const aheadBusy = ahead !== undefined && (ahead.holder !== undefined || ahead.lastError === undefined);
+    if (waiter.holder !== undefined || slot?.holder !== undefined || aheadBusy) {
       waiter.holder ??= ahead?.holder;
       return this.busyError(waiter);
     }
     const waited = Math.round(monotonicNow() - waiter.startedAt);
-    const cause = waiter.lastError;
+    const cause = waiter.lastError ?? ahead?.lastError;
     return new LockUnavailableError(
       LOCK_UNAVAILABLE(waiter.key, waiter.deadline <= waiter.startedAt ? undefined : waited, cause),
       waiter.key,

@@ -75,6 +75,7 @@ export class LeaseKeeper {
       storedKey: waiter.storedKey,
       token: waiter.token,
       leaseMs,
+      rvn: record.rvn,
       targetLeaseMs: waiter.leaseMs,
       heartbeatMs,
       validUntil: sentAt + leaseMs - safetyMargin(leaseMs),
@@ -212,6 +213,7 @@ export class LeaseKeeper {
       }
       lease.leaseMs = leaseMs;
       lease.targetLeaseMs = leaseMs;
+      lease.rvn = result.record.rvn;
       lease.queuedElsewhere = result.record.queue.length;
       if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
@@ -241,7 +243,7 @@ export class LeaseKeeper {
     this.scheduler.delete(lease);
     this.leases.delete(lease.lock);
     // Ran out locally: the item may still carry the token, which no caller holds now.
-    if (reason === 'expired') history.addOrphan(lease.storedKey, lease.token);
+    if (reason === 'expired') history.addOrphan(lease.storedKey, lease.token, lease.rvn);
     const key = lease.lock.key;
     const cause = reason === 'expired' ? lease.lastError : undefined;
     const message = lossMessage(key, reason, newHolder, () =>

@@ -10,6 +10,8 @@ export interface HeldLease extends ScheduledLease {
   token: string;
   /** The lease stored in the item now. */
   leaseMs: number;
+  /** The record version this holder's last write left (an orphaned lease is taken over only at it). */
+  rvn: string | undefined;
   /** The lease the holder asked for; a promoted waiter starts on a shorter claim lease and renews to it. */
   targetLeaseMs: number;
   /** Interval between heartbeats; `Infinity` when the holder renews by hand. */

@@ -12,7 +12,7 @@ import { toStoredKey } from '../utils/lock-key.validation';
 import { KeyHistory } from './key-history';
 import { KeyQueues } from './key.queues';
 import { LeaseKeeper } from './lease.keeper';
-import { type Lock, type LockHost, nestedLock } from './lock';
+import { type Lock, type LockHost, nestedLock, rootLock } from './lock';
 import { LockContext } from './lock.context';
 import { LockEvents } from './lock.events';
 import { exposeInternals } from './lock.internals';
@@ -217,7 +217,7 @@ export class LockManager {
   }
 
   /** Whether a lock in the async context may still be used: held, and its scope not ended. */
-  private readonly inScope = (lock: Lock): boolean => !this.scopesEnded.has(lock) && lock.isHeld;
+  private readonly inScope = (lock: Lock): boolean => !this.scopesEnded.has(rootLock(lock)) && lock.isHeld;
 
   /**
    * Renews a lease known only by its key and `leaseId` (for example one acquired by another

@@ -69,7 +69,7 @@ export class LockReleaser {
         } catch (error) {
           // The release may not have happened: if this process finds the token still holding the
           // lock later, it takes it over at once instead of waiting out the lease.
-          history.addOrphan(lease.storedKey, lease.token);
+          history.addOrphan(lease.storedKey, lease.token, lease.rvn);
           failed('error', error);
           throw error;
         }
@@ -94,6 +94,13 @@ export class LockReleaser {
       const result = await store.acquire({ ...writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
       if (!result.ok) return false;
       released();
+      const leaseMs = Math.min(result.record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
+      if (sentAt + leaseMs / 2 <= monotonicNow()) {
+        // Answered so late that half the lease is gone: the waiter's own acquisition (started when
+        // this release ends) finds its token in the item and renews the lease before handing it out.
+        waiter.uncertainSince = Math.min(waiter.uncertainSince ?? sentAt, sentAt);
+        return true;
+      }
       const lease = keeper.hold(waiter, result.record, sentAt, 'handover');
       slot.holder = lease;
       if (waiter.settled) void this.deps.releaseQuietly(lease.lock);

@@ -24,10 +24,16 @@ export interface LockFields {
 
 let create: (fields: LockFields) => Lock;
 let nest: (lock: Lock) => Lock;
+let root: (lock: Lock) => Lock;
 
 /** Creates a lock handle (for the lock manager). */
 export function createLock(fields: LockFields): Lock {
   return create(fields);
+}
+
+/** The outermost handle of a lock: itself, or the lock a nested handle was made from. */
+export function rootLock(lock: Lock): Lock {
+  return root(lock);
 }
 
 /** A handle for a nested (re-entrant) acquisition of `lock`, sharing its lease. */
@@ -69,6 +75,7 @@ export class Lock implements AsyncDisposable {
   static {
     create = (fields) => new Lock(fields);
     nest = (lock) => new Lock({ ...lock.#fields(), outer: lock.#outer ?? lock });
+    root = (lock) => lock.#outer ?? lock;
   }
 
   /** Locks are created by the lock manager only. */

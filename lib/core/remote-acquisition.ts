@@ -118,6 +118,8 @@ export class RemoteAcquisition {
       );
       if (result && step.kind === 'write' && step.condition.kind === 'handover')
         host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
+      if (result && step.kind === 'write' && step.condition.kind === 'takeover' && step.condition.holder)
+        host.history.dropOrphan(waiter.storedKey, step.condition.holder);
       if (result?.ok && step.kind === 'write') {
         const via = step.via ?? VIA[step.condition.kind];
         // The write set a new record version, so the lease counts from when it was sent. When the
@@ -148,6 +150,8 @@ export class RemoteAcquisition {
       this.sendWrite(sentAt, () => this.host.store.heartbeat(waiter.storedKey, waiter.token, waiter.leaseMs, waiter.leaseMs, waiter.data)),
     );
     if (result?.ok) return this.host.hold(waiter, result.record, sentAt, via);
+    // Taken or gone: whatever grants the lock later is not that write.
+    if (result) this.grantedVia = undefined;
     // Not ours any more: a server that does not return the item needs a read, or the view would
     // still show this waiter as the holder and the loop would try again at once.
     if (result && !result.current) await this.read();
@@ -175,6 +179,8 @@ export class RemoteAcquisition {
       return await send();
     } catch (error) {
       this.waiter.uncertainSince = Math.min(this.waiter.uncertainSince ?? sentAt, sentAt);
+      // Whatever the error, the write may have been applied: clean-up looks at the item.
+      this.uncertain = true;
       throw error;
     }
   }
@@ -189,6 +195,8 @@ export class RemoteAcquisition {
       // The record did not change for a whole lease: its holder (or the queue's head) is gone.
       // Without a holder (a queue head that never claimed the lock) there is no previous holder to report.
       if (this.observed.holder === undefined) waiter.holder = undefined;
+      // A single attempt may take over what an earlier call saw: that is the previous holder.
+      else waiter.holder ??= this.observed.holderInfo;
       return {
         kind: 'write',
         condition: { kind: 'takeover', rvn: this.observed.rvn, holder: this.observed.holder },
@@ -196,10 +204,15 @@ export class RemoteAcquisition {
       };
     }
     if (!this.known || !current) return { kind: 'write', condition: { kind: 'free' } };
-    if (current.token && this.host.history.isOrphan(waiter.storedKey, current.token)) {
+    const orphanRvn = current.token ? this.host.history.orphanAt(waiter.storedKey, current.token, current.rvn) : undefined;
+    if (current.token && orphanRvn !== undefined) {
       // Our own token that no caller holds (a lease that ran out, a failed release, an abandoned
       // waiter): take it over now.
-      return { kind: 'write', condition: { kind: 'handover', fromToken: current.token }, queuedAt: this.queuedAt, via: 'takeover' };
+      // A lease that was handed out is taken only at the version this process left: renewed since
+      // (a lease id renewed elsewhere), it is a live holder, watched like any other.
+      const condition: AcquireCondition =
+        orphanRvn === null ? { kind: 'handover', fromToken: current.token } : { kind: 'takeover', rvn: orphanRvn, holder: current.token };
+      return { kind: 'write', condition, queuedAt: this.queuedAt, via: 'takeover' };
     }
     if (!current.token) {
       if (current.queue.length === 0) return { kind: 'write', condition: { kind: 'free' } };
@@ -288,7 +301,7 @@ export class RemoteAcquisition {
       host.history.forgetObservation(waiter.storedKey);
     } else {
       const leaseMs = holder ? (this.current.leaseMs ?? host.options.leaseMs) : CLAIM_LEASE_MS;
-      this.observed = host.history.observe(waiter.storedKey, watched, leaseMs, holder, now);
+      this.observed = host.history.observe(waiter.storedKey, watched, leaseMs, holder, now, holder ? waiter.holder : undefined);
     }
   }
 

@@ -156,7 +156,10 @@ export class LockStore implements LockStorePort {
         key: waiter.key,
         set: ['#queue = list_append(if_not_exists(#queue, :empty), :entry)'],
         add: ['#queued :tokenSet'],
-        condition: '(attribute_exists(#token) OR attribute_exists(#queue[0])) AND NOT contains(#queued, :token)',
+        // Never behind itself: a waiter whose own token holds the item (a hand-over answered with an
+        // error) is told so by the failed condition, and confirms the lock instead.
+        condition:
+          '(attribute_exists(#token) OR attribute_exists(#queue[0])) AND NOT contains(#queued, :token) AND (attribute_not_exists(#token) OR #token <> :token)',
         values: {
           ':empty': { L: [] },
           ':entry': { L: [{ M: entry }] },

@@ -62,6 +62,19 @@ describeEachServer('An outage is never contention', (server) => {
       expect(hung.connections).toBeGreaterThan(0);
     });
 
+    it('callers of this process queued behind one that only got time-outs are in the same outage: unavailable, never busy', async () => {
+      const manager = onHung();
+      const key = newKey('behind');
+      const head = manager.acquire(key, { wait: '3s' });
+      // Let the head's first request time out, so it knows of an error and of no holder.
+      await sleep(LIMIT_MS + 150);
+      const behind = await rejectionOf(manager.acquire(key, { wait: 200 }));
+      expect(behind).toBeInstanceOf(LockUnavailableError);
+      expect((behind as LockUnavailableError).cause).toMatchObject({ name: 'TimeoutError' });
+      await expect(manager.tryAcquire(key)).rejects.toBeInstanceOf(LockUnavailableError);
+      expect(await rejectionOf(head)).toBeInstanceOf(LockUnavailableError);
+    });
+
     it('acquire({ wait }) ends by wait + one request limit with LockUnavailableError carrying the DynamoDB error, never LockBusyError', async () => {
       const manager = onHung();
       const events: LockEvent[] = [];

@@ -93,6 +93,40 @@ describeEachServer('Re-entrancy never outlives the lock', (server) => {
     });
   });
 
+  it('@WithLock with holdAtLeast: work a nested (re-entrant) call left running does not see the lock either', async () => {
+    const key = newKey('hold-at-least-nested');
+    const seen: (Lock | undefined)[] = [];
+
+    @Injectable()
+    class NestedJob {
+      constructor(readonly locks: LockService) {}
+
+      @WithLock(key, { onBusy: 'skip', holdAtLeast: '1s' })
+      async run(): Promise<void> {
+        await this.step();
+      }
+
+      @WithLock(key)
+      async step(): Promise<void> {
+        expect(this.locks.current(key)?.isReentrant).toBe(true);
+        setTimeout(() => seen.push(this.locks.current(key)), 100);
+      }
+    }
+
+    const moduleRef = await Test.createTestingModule({
+      imports: [DynamoLockModule.forRoot(fixture.moduleOptions())],
+      providers: [NestedJob],
+    }).compile();
+    await moduleRef.init();
+    try {
+      await moduleRef.get(NestedJob).run();
+      await sleep(300);
+      expect(seen).toEqual([undefined]);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
   it('@WithLock with holdAtLeast: work the method left running does not join the lock while it is still held', async () => {
     const key = newKey('hold-at-least');
     const calls: { inner: boolean; current: Lock | undefined }[] = [];

@@ -84,6 +84,32 @@ function singleAttemptSuite(name: string, setup: () => { managers: (n: number) =
       await lock.release();
     });
 
+    it('never takes over a lease that another process keeps renewing with renewLease(), even after its own handle ran out', async () => {
+      const [first, renewer] = setup().managers(2);
+      const key = newKey('renewed-elsewhere');
+      // The documented hand-off: the lease id goes to another process, which renews it by hand.
+      const handle = await first.acquire(key, { leaseDuration: 300, heartbeat: false });
+      let renewing = true;
+      const renewals = (async () => {
+        while (renewing) {
+          await renewer.renewLease(key, handle.leaseId, 2_000);
+          await sleep(100);
+        }
+      })();
+      try {
+        await sleep(500);
+        expect(handle.isHeld).toBe(false);
+        for (let i = 0; i < 5; i++) {
+          expect(await first.tryAcquire(key, { leaseDuration: LEASE_MS })).toBeNull();
+          await sleep(100);
+        }
+      } finally {
+        renewing = false;
+        await renewals;
+      }
+      expect(await renewer.releaseLease(key, handle.leaseId)).toBe(true);
+    });
+
     it('after a lease ran out unnoticed and release() returned false, other processes take over within two leases', async () => {
       const [late, other] = setup().managers(2);
       const key = newKey('ran-out');
@@ -145,6 +171,26 @@ describeEachServer('Engine paths', (server) => {
       expect(reason.message).toContain('throttled');
       expect(reason.cause).toBeDefined();
       faults.clear();
+    });
+  });
+
+  describe('a hand-over answered late', () => {
+    it("renews the next local caller's lease before handing it out", async () => {
+      const manager = fixture.manager();
+      const key = newKey('late-handover');
+      const first = await manager.acquire(key);
+      const next = manager.acquire(key, { leaseDuration: 400, wait: '10s' });
+      await sleep(50);
+      const faults = injectFaults(manager.client);
+      // The hand-over write is applied, and its answer comes after nearly the whole 400 ms lease.
+      faults.failNext('UpdateItem', { kind: 'slow-response', delayMs: 380 });
+      await first.release();
+      const lock = await next;
+      expect(faults.injected).toHaveLength(1);
+      expect(lock.isHeld).toBe(true);
+      await sleep(200);
+      expect(lock.isHeld).toBe(true);
+      await lock.release();
     });
   });
 

@@ -323,6 +323,13 @@ export function lockStoreContract(
         await expectRefused(await store.enqueue({ key, token: w, owner: 'x', leaseMs: LEASE }), key, before);
       });
 
+      it("refuses the holder's own token: a waiter never queues behind itself", async () => {
+        const key = newKey('enqueue-own');
+        const held = await take(key);
+        const before = await mustRead(key);
+        await expectRefused(await store.enqueue({ key, token: held.token, owner: 'x', leaseMs: LEASE }), key, before);
+      });
+
       it('refuses a missing record and a free one with nobody queued', async () => {
         const missing = newKey('enqueue-missing');
         await expectRefused(await store.enqueue({ key: missing, token: tok(), owner: 'x', leaseMs: LEASE }), missing, undefined);

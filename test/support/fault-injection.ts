@@ -16,11 +16,12 @@ import { commandName } from './command-name';
  * - `throttling`: a modeled `ThrottlingException` (throttling, HTTP 400).
  * - `throughput-exceeded`: a modeled `ProvisionedThroughputExceededException` (throttling).
  * - `server-error`: a modeled `InternalServerError` with HTTP 500 (transient).
+ * - `slow-response`: no failure: the server's real answer arrives `delayMs` late.
  *
  * Note the SDK backs off before each retry: up to 50·2^n ms for transient
  * errors, up to 1000·2^n ms for throttling errors.
  */
-export type FaultKind = 'lost-response' | 'network-error' | 'throttling' | 'throughput-exceeded' | 'server-error';
+export type FaultKind = 'lost-response' | 'network-error' | 'throttling' | 'throughput-exceeded' | 'server-error' | 'slow-response';
 
 /** One queued fault. */
 export interface FaultSpec {
@@ -93,7 +94,13 @@ export function injectFaults(client: DynamoDBClient): FaultInjector {
       const command = context.commandName ?? 'UnknownCommand';
       const fault = take(command);
       if (fault === undefined) return next(args);
-      injected.push({ command, kind: fault.kind, reachedServer: fault.reachServer });
+      injected.push({ command, kind: fault.kind, reachedServer: fault.reachServer || fault.kind === 'slow-response' });
+      if (fault.kind === 'slow-response') {
+        // Not a failure: the real answer, `delayMs` late.
+        const output = await next(args);
+        await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
+        return output;
+      }
       if (fault.reachServer) {
         // Whatever the server answered is lost.
         await next(args).catch(() => undefined);
@@ -139,5 +146,7 @@ export function faultError(kind: FaultKind, command: string): Error {
       return new ProvisionedThroughputExceededException({ message, $metadata: { httpStatusCode: 400 } });
     case 'server-error':
       return new InternalServerError({ message, $metadata: { httpStatusCode: 500 } });
+    case 'slow-response':
+      throw new Error('slow-response is not a failure');
   }
 }
