@@ -30,7 +30,16 @@ export default defineConfig(
   },
   {
     // The engine stays free of Nest and RxJS: the standalone entry point and the CLI run without them.
-    files: ['lib/core/**/*.ts', 'lib/store/**/*.ts', 'lib/utils/**/*.ts', 'lib/errors/**/*.ts', 'lib/interfaces/**/*.ts'],
+    // The CLI and the standalone entry point run where Nest is not installed, so they keep to the engine too.
+    files: [
+      'lib/core/**/*.ts',
+      'lib/store/**/*.ts',
+      'lib/utils/**/*.ts',
+      'lib/errors/**/*.ts',
+      'lib/interfaces/**/*.ts',
+      'lib/standalone/**/*.ts',
+      'lib/cli/**/*.ts',
+    ],
     rules: {
       'no-restricted-imports': [
         'error',

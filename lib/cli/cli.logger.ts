@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { LockLogger } from '../interfaces/lock-logger.interface';
 import { oneLine, PROGRAM } from './cli.messages';
 import type { CliIo } from './io';
 
@@ -7,7 +7,7 @@ import type { CliIo } from './io';
  * transient errors) go to stderr, one line each, only with `--debug`: the CLI reports what
  * matters itself. Nothing ever goes to stdout, which carries lease ids and JSON.
  */
-export class CliLogger implements LoggerService {
+export class CliLogger implements LockLogger {
   constructor(
     private readonly io: CliIo,
     private readonly debugEnabled: boolean,

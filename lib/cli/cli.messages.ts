@@ -148,7 +148,7 @@ export const EXIT_CODES_HELP = () =>
     'Exit codes:',
     `  ${ExitCode.ok}    success`,
     `  ${ExitCode.busy}    lock busy (--no-wait), or the wait timed out`,
-    `  ${ExitCode.usage}    usage error: unknown command or option, malformed duration or JSON, bad lock name`,
+    `  ${ExitCode.usage}    usage error: unknown command or option, malformed duration, JSON or lease id, bad lock name`,
     `  ${ExitCode.lost}    lease lost, or the lease id does not hold the lock`,
     `  ${ExitCode.infrastructure}    AWS or DynamoDB error: missing or wrong table, endpoint unreachable, credentials`,
     `  130  interrupted while waiting (128 + signal number; 143 for SIGTERM, 129 for SIGHUP)`,

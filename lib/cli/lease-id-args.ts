@@ -2,7 +2,7 @@ import { INVALID_LEASE_ID } from './cli.messages';
 import { UsageError } from './cli.errors';
 
 /** A lease id as `acquire` prints it: the owner token, 128 random bits in hex. */
-const LEASE_ID = /^[0-9a-f]{32}$/;
+const LEASE_ID = /^[0-9a-f]{32}$/i;
 
 /**
  * Checks a `LEASE_ID` argument of `renew` and `release` before anything is sent: a mistyped or
@@ -11,5 +11,5 @@ const LEASE_ID = /^[0-9a-f]{32}$/;
  */
 export function parseLeaseId(value: string): string {
   if (!LEASE_ID.test(value)) throw new UsageError(INVALID_LEASE_ID(value));
-  return value;
+  return value.toLowerCase();
 }

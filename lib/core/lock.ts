@@ -123,7 +123,8 @@ export class Lock implements AsyncDisposable {
    * Renews the lease now (one conditional write), optionally with a new lease duration that
    * later heartbeats keep.
    * @throws LockLostError if the lock is no longer held: for a lost lock, the one its `signal`
-   *   carries, whose `reason` tells why (`expired`, `taken`, `gone`, `shutdown`).
+   *   carries, whose `reason` tells why (`expired`, `taken`, `gone`, `shutdown`, or `released`
+   *   after `release()`).
    */
   async extend(leaseDuration?: Duration): Promise<void> {
     try {

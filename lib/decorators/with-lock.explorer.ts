@@ -12,8 +12,8 @@ import { fitToSchedule, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.pl
  * naming the class, when Nest could not inject a `LockService` into it (a module that cannot see
  * a non-global `DynamoLockModule`), and fits the `holdAtLeast` of each `onBusy: 'skip'` method to
  * its `@Cron`/`@Interval` schedule (or fails, naming the method, when a `holdAtLeast` that was set
- * reaches the period). Request-scoped and transient classes (whose instances Nest creates later,
- * per request or per consumer) are checked at their first call.
+ * reaches the period). Transient instances are checked by their own `onModuleInit` (see
+ * `@WithLock`); request-scoped classes, whose instances Nest creates per request, at their first call.
  */
 @Injectable()
 export class WithLockExplorer implements OnModuleInit {

@@ -101,7 +101,7 @@ const TABLE_CHECK = (tableName: string, endpoint: EndpointInfo) =>
 export const TABLE_CHECK_UNREACHABLE = (tableName: string, endpoint: EndpointInfo, error: unknown) =>
   `${TABLE_CHECK(tableName, endpoint)}: DynamoDB cannot be reached (${errorText(error)}). ${
     endpoint.source === 'default'
-      ? 'Check the network and the region; for DynamoDB Local, set DYNAMODB_ENDPOINT or clientConfig.endpoint, e.g. http://localhost:8000.'
+      ? 'Check the network and the region; for DynamoDB Local, set AWS_ENDPOINT_URL_DYNAMODB (or DYNAMODB_ENDPOINT, or clientConfig.endpoint), e.g. http://localhost:8000.'
       : `Start DynamoDB there, or fix ${ENDPOINT_SETTING[endpoint.source]} (e.g. http://localhost:8000).`
   }`;
 

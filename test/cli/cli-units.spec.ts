@@ -92,6 +92,8 @@ describe('duration options', () => {
 describe('lease id arguments', () => {
   it('accept the 32 hexadecimal characters acquire prints', () => {
     expect(parseLeaseId('0123456789abcdef0123456789abcdef')).toBe('0123456789abcdef0123456789abcdef');
+    // Copied in capitals (a terminal, a wiki): the same id.
+    expect(parseLeaseId('0123456789ABCDEF0123456789ABCDEF')).toBe('0123456789abcdef0123456789abcdef');
   });
 
   it('refuse anything else as a usage error (exit 2), before any request', () => {
@@ -99,7 +101,7 @@ describe('lease id arguments', () => {
       '',
       'abc',
       '0123456789abcdef0123456789abcde',
-      '0123456789ABCDEF0123456789ABCDEF',
+      '0123456789abcdef0123456789abcdeg',
       '-hQ3xAAAAAAAAAAAAAAAAA',
       ' 0123456789abcdef0123456789abcdef',
     ]) {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { LockManager } from '../../lib';
 import { MemoryLogger } from '../support/lock-fixture';
 import { createTestClient, deleteTable, describeEachServer } from '../support/servers';
+import { killOnExit } from '../../tools/exit-guard.mjs';
 import { builtCli, repoRoot } from './support/cli-process';
 
 /** The first shell block of the README's command-line section. */
@@ -59,12 +60,22 @@ describeEachServer('README walkthrough of dynamo-lock', (server) => {
         AWS_ACCESS_KEY_ID: 'local',
         AWS_SECRET_ACCESS_KEY: 'local',
       });
-      const child = spawn('bash', ['-c', `set -euo pipefail\n${walkthrough()}`], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // Its own process group, killed with everything it started if the test dies first.
+      const child = spawn('bash', ['-c', `set -euo pipefail\n${walkthrough()}`], {
+        cwd: dir,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      const forget = killOnExit(() => {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       const [code] = (await once(child, 'exit')) as [number | null];
+      forget();
       if (code !== 0) throw new Error(`walkthrough exited ${code}\nstdout: ${stdout}\nstderr: ${stderr}`);
 
       expect(stdout).toContain('ran deploy.sh production');

@@ -35,7 +35,7 @@ describe('README snippets', () => {
 
     const problems = checkSnippets(snippets, root).map((p) => `README.md:${p.readmeLine}: ${p.message}`);
     expect(problems).toEqual([]);
-  }, 30_000);
+  }, 90_000);
 });
 
 describe('README: Testing your application', () => {

@@ -10,7 +10,7 @@ import { describeEachServer } from '../support/servers';
 
 let keySeq = 0;
 const newKey = (name: string) => `${name}-${++keySeq}`;
-const LEASE_MS = 1_000;
+const LEASE_MS = 1_500;
 
 /** Calls `attempt` every `everyMs` until it returns a lock; resolves with the lock and how long that took. */
 async function pollUntilAcquired(

@@ -479,7 +479,9 @@ describe('@WithLock at start-up', () => {
     try {
       const result: unknown = moduleRef.get(Feed).stream('f1');
       expect(result).toBeInstanceOf(Promise);
-      await expect(result).rejects.toThrow(/Feed\.stream: the method returned an Observable, but its declared result could not be read before the call/);
+      await expect(result).rejects.toThrow(
+        /Feed\.stream: the method returned an Observable, but its declared result could not be read before the call/,
+      );
       expect(moduleRef.get(LockService).heldCount).toBe(0);
     } finally {
       await moduleRef.close();
