@@ -164,7 +164,9 @@ export class MemoryLockStore implements LockStorePort {
     await tick();
     return this.update(waiter.key, (item) => {
       const pass =
-        (item.token !== undefined || item.queue?.[0] !== undefined) && !(item.queued ?? []).includes(entry.token) && item.token !== entry.token;
+        (item.token !== undefined || item.queue?.[0] !== undefined) &&
+        !(item.queued ?? []).includes(entry.token) &&
+        item.token !== entry.token;
       if (!pass) return undefined;
       // No new record version: waiters that watch the holder's version are not reset by a newcomer.
       return { ...item, queue: [...(item.queue ?? []), entry], queued: [...(item.queued ?? []), entry.token] };
