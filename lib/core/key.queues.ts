@@ -3,7 +3,7 @@ import { LOCK_BUSY, LOCK_UNAVAILABLE } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { monotonicNow } from '../utils/clock';
-import { parseLease } from '../utils/duration';
+import { MAX_DURATION_MS, parseLease } from '../utils/duration';
 import { serializeData } from '../utils/lock-key.validation';
 import { randomToken } from '../utils/random-token';
 import type { KeyHistory } from './key-history';
@@ -101,9 +101,12 @@ export class KeyQueues {
     // free key look busy. The slack lets that request's own time-out, which has the cause, come first.
     const atDeadline = () => {
       if (!this.mayAnswerLate(waiter)) return this.settle(waiter, this.deadlineError(waiter));
-      timer = setTimeout(() => this.settle(waiter, this.deadlineError(waiter)), this.deps.options.requestTimeoutMs + LATE_ANSWER_SLACK_MS);
+      const lateMs = Math.min(this.deps.options.requestTimeoutMs + LATE_ANSWER_SLACK_MS, MAX_DURATION_MS);
+      timer = setTimeout(() => this.settle(waiter, this.deadlineError(waiter)), lateMs);
     };
-    let timer = Number.isFinite(waiter.deadline) ? setTimeout(atDeadline, waiter.deadline - waiter.startedAt) : undefined;
+    let timer = Number.isFinite(waiter.deadline)
+      ? setTimeout(atDeadline, Math.min(Math.round(waiter.deadline - waiter.startedAt), MAX_DURATION_MS))
+      : undefined;
     waiter.cancel.signal.addEventListener('abort', () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);

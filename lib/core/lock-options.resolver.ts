@@ -14,7 +14,7 @@ import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
 import { closestName } from '../utils/closest-name';
-import { type Duration, parseDuration, parseLease } from '../utils/duration';
+import { type Duration, MAX_DURATION_MS, parseDuration, parseLease } from '../utils/duration';
 import { MAX_KEY_BYTES } from '../utils/lock-key.validation';
 import { isTableName } from '../store/lock-table';
 import { ConsoleLockLogger } from './console.logger';
@@ -153,7 +153,11 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     leaseMs,
     heartbeatMs,
     maxPollMs: asConfigError(() => parseDuration(options.maxPollInterval ?? 1_000, 'maxPollInterval')),
-    waitMs: options.wait === undefined ? 2 * leaseMs : asConfigError(() => resolveWait(options.wait as Duration | boolean)),
+    // Two leases, within the longest timer Node runs (a longer one would fire at once).
+    waitMs:
+      options.wait === undefined
+        ? Math.min(2 * leaseMs, MAX_DURATION_MS)
+        : asConfigError(() => resolveWait(options.wait as Duration | boolean)),
     requestTimeoutMs:
       options.requestTimeout === undefined
         ? Math.min(DEFAULTS.requestTimeoutMaxMs, Math.ceil(leaseMs / 3))
