@@ -291,6 +291,8 @@ export class LockManager {
     // Code still running under these locks must stop before another owner can take them.
     for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
     await Promise.allSettled(held.map((lease) => this.releaser.release(lease.lock)));
+    // Releases started before (a caller's, a lock whose caller had given up) finish with the client.
+    await this.releaser.idle();
     this.keeper.close();
     this.backend.destroy();
   }

@@ -30,13 +30,28 @@ export interface LockReleaserDeps {
  * back to DynamoDB.
  */
 export class LockReleaser {
+  /** Releases whose write is in flight: shutdown waits for them before the client goes. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+
   constructor(private readonly deps: LockReleaserDeps) {}
 
   /**
    * Releases a held lock.
    * @returns `true` when released (or handed over); `false` when it was no longer held.
    */
-  async release(lock: Lock): Promise<boolean> {
+  release(lock: Lock): Promise<boolean> {
+    const done = this.releaseNow(lock);
+    this.inFlight.add(done);
+    void done.catch(() => undefined).finally(() => this.inFlight.delete(done));
+    return done;
+  }
+
+  /** Resolves once every release started so far has ended (whatever its outcome). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async releaseNow(lock: Lock): Promise<boolean> {
     const { keeper, queues, history, events, options } = this.deps;
     // Work still running under this lock (detached timers, listeners, nested handles) must stop.
     const lease = keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));

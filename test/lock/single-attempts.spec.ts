@@ -6,7 +6,7 @@ import { MemoryLockStore } from '../../lib/store/memory-lock.store';
 import type { LockStorePort } from '../../lib/store/lock-store.interface';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
-import { describeEachServer } from '../support/servers';
+import { describeEachServer, testClientConfig } from '../support/servers';
 
 let keySeq = 0;
 const newKey = (name: string) => `${name}-${++keySeq}`;
@@ -182,7 +182,7 @@ describeEachServer('Engine paths', (server) => {
       const next = manager.acquire(key, { leaseDuration: 400, wait: '10s' });
       await sleep(50);
       const faults = injectFaults(manager.client);
-      // The hand-over write is applied, and its answer comes after nearly the whole 400 ms lease.
+      // The hand-over write reaches DynamoDB, and is answered, only after nearly the whole 400 ms lease.
       faults.failNext('UpdateItem', { kind: 'slow-response', delayMs: 380 });
       await first.release();
       const lock = await next;
@@ -191,6 +191,25 @@ describeEachServer('Engine paths', (server) => {
       await sleep(200);
       expect(lock.isHeld).toBe(true);
       await lock.release();
+    });
+  });
+
+  describe('shutdown', () => {
+    it('waits for releases already in flight before it destroys the client', async () => {
+      // A manager that creates (and at close destroys) its own client.
+      const manager = new LockManager({ tableName: fixture.tableName, clientConfig: testClientConfig(server), logger: new MemoryLogger() });
+      const other = fixture.manager();
+      const key = newKey('closing');
+      const lock = await manager.acquire(key);
+      const faults = injectFaults(manager.client);
+      faults.failNext('UpdateItem', { kind: 'slow-response', delayMs: 300 });
+      let settled = false;
+      const released = lock.release().finally(() => (settled = true));
+      await manager.close();
+      // close() returned only once the release it did not start had ended.
+      expect(settled).toBe(true);
+      expect(await released).toBe(true);
+      expect(await other.inspect(key)).toBeNull();
     });
   });
 

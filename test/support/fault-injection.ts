@@ -16,7 +16,8 @@ import { commandName } from './command-name';
  * - `throttling`: a modeled `ThrottlingException` (throttling, HTTP 400).
  * - `throughput-exceeded`: a modeled `ProvisionedThroughputExceededException` (throttling).
  * - `server-error`: a modeled `InternalServerError` with HTTP 500 (transient).
- * - `slow-response`: no failure: the server's real answer arrives `delayMs` late.
+ * - `slow-response`: no failure: the request reaches the server `delayMs` late (a slow network), and
+ *   its real answer comes back.
  *
  * Note the SDK backs off before each retry: up to 50·2^n ms for transient
  * errors, up to 1000·2^n ms for throttling errors.
@@ -96,10 +97,9 @@ export function injectFaults(client: DynamoDBClient): FaultInjector {
       if (fault === undefined) return next(args);
       injected.push({ command, kind: fault.kind, reachedServer: fault.reachServer || fault.kind === 'slow-response' });
       if (fault.kind === 'slow-response') {
-        // Not a failure: the real answer, `delayMs` late.
-        const output = await next(args);
+        // Not a failure: the request goes out `delayMs` late, and its real answer comes back.
         await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
-        return output;
+        return next(args);
       }
       if (fault.reachServer) {
         // Whatever the server answered is lost.
