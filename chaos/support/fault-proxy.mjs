@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * An HTTP fault proxy between DynamoDB clients and a DynamoDB-compatible server.
  *
@@ -33,6 +34,16 @@
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 
+/** @typedef {import('../protocol.mjs').FaultRates} FaultRates */
+/** @typedef {import('../protocol.mjs').FaultTiming} FaultTiming */
+/** @typedef {import('../protocol.mjs').ProxyConfig} ProxyConfig */
+/** @typedef {import('../protocol.mjs').ProxyCommand} ProxyCommand */
+/** @typedef {import('../protocol.mjs').ProxyReply} ProxyReply */
+/** @typedef {import('../protocol.mjs').ProxyStats} ProxyStats */
+/** @typedef {import('../protocol.mjs').TraceEntry} TraceEntry */
+/** @typedef {Required<FaultTiming>} Timing */
+/** @typedef {{ status: number, headers: http.IncomingHttpHeaders, body: Buffer }} Answer the server's full answer to a forwarded request */
+
 /** Fault kinds, in the order they are drawn. `latency` is drawn separately. */
 export const HARD_FAULTS = ['delayed', 'dropped', 'reset', 'provisionedThroughput', 'throttling', 'http500', 'http503'];
 export const FAULT_KINDS = ['latency', ...HARD_FAULTS];
@@ -62,19 +73,32 @@ export class FaultProxy {
   /**
    * @param {object} options
    * @param {string} options.target base URL of the real server, e.g. `http://127.0.0.1:8000`
-   * @param {Record<string, number>} [options.rates] fraction of requests per fault kind
-   * @param {{latencyMinMs?: number, latencyMaxMs?: number, delayMinMs?: number, delayMaxMs?: number}} [options.timing]
+   * @param {FaultRates} [options.rates] fraction of requests per fault kind
+   * @param {FaultTiming} [options.timing]
    * @param {number} [options.seed]
+   * @param {ProxyConfig['attributes']} [options.attributes] the lock item's attribute names
    */
   constructor({ target, rates = noFaults(), timing = {}, seed = Date.now(), attributes }) {
     this.target = new URL(target);
     /** Attribute names of the lock item (`key`, `token`, `data`), to read answers for evidence. */
     this.attributes = attributes;
     this.random = seededRandom(seed);
+    /** @type {Timing} */
     this.timing = { latencyMinMs: 2, latencyMaxMs: 40, delayMinMs: 2_500, delayMaxMs: 3_500, ...timing };
+    // For the type checker only, no effect: fields set by `setRates` (just below), `resetStats` and `attemptOf`.
+    /* eslint-disable @typescript-eslint/no-unused-expressions */
+    /** @type {FaultRates} */
+    this.rates;
+    /** @type {ProxyStats} */
+    this.stats;
+    /** @type {Map<string, string> | undefined} owner token → the attempt it was first seen with */
+    this.tokens;
+    /* eslint-enable @typescript-eslint/no-unused-expressions */
     this.setRates(rates);
     this.agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+    /** @type {Set<import('node:net').Socket>} */
     this.sockets = new Set();
+    /** @type {Set<NodeJS.Timeout>} */
     this.pendingTimers = new Set();
     this.resetStats();
     this.server = http.createServer((req, res) => void this.handle(req, res));
@@ -85,7 +109,11 @@ export class FaultProxy {
     });
   }
 
-  /** Replaces the rates (missing kinds become 0); validates that they sum to at most 1. */
+  /**
+   * Replaces the rates (missing kinds become 0); validates that they sum to at most 1.
+   * @param {FaultRates | undefined} rates
+   * @param {FaultTiming} [timing]
+   */
   setRates(rates, timing) {
     const next = noFaults();
     for (const [kind, rate] of Object.entries(rates ?? {})) {
@@ -120,15 +148,23 @@ export class FaultProxy {
     };
   }
 
+  /**
+   * @param {number} [port] 0: a free port
+   * @param {string} [host]
+   * @returns {Promise<string>} the endpoint, `http://host:port`
+   */
   async listen(port = 0, host = '127.0.0.1') {
-    await new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    const address = this.server.address();
+    await /** @type {Promise<void>} */ (
+      new Promise((resolve, reject) => {
+        this.server.once('error', reject);
+        this.server.listen(port, host, () => {
+          this.server.off('error', reject);
+          resolve();
+        });
+      })
+    );
+    // Listening on a host and port (not a pipe), the server's address is an `AddressInfo`.
+    const address = /** @type {import('node:net').AddressInfo} */ (this.server.address());
     this.endpoint = `http://${host}:${address.port}`;
     return this.endpoint;
   }
@@ -136,26 +172,33 @@ export class FaultProxy {
   async close() {
     for (const timer of this.pendingTimers) clearTimeout(timer);
     this.pendingTimers.clear();
-    await new Promise((resolve) => {
-      this.server.close(() => resolve());
-      for (const socket of this.sockets) socket.destroy();
-    });
+    await /** @type {Promise<void>} */ (
+      new Promise((resolve) => {
+        this.server.close(() => resolve());
+        for (const socket of this.sockets) socket.destroy();
+      })
+    );
     this.agent.destroy();
   }
 
+  /** @returns {ProxyStats} the counts so far, with the rates */
   snapshot() {
     return structuredClone({ ...this.stats, rates: this.rates });
   }
 
   // ---- request handling ----
 
+  /**
+   * @param {http.IncomingMessage} req
+   * @param {http.ServerResponse} res
+   */
   async handle(req, res) {
     const body = await readAll(req).catch(() => undefined);
     if (body === undefined) return;
     const operation =
       String(req.headers['x-amz-target'] ?? '')
         .split('.')
-        .pop() || req.method;
+        .pop() || /** @type {string} */ (req.method); // a server's requests always have a method
     this.stats.requests++;
     this.stats.byOperation[operation] = (this.stats.byOperation[operation] ?? 0) + 1;
 
@@ -213,7 +256,11 @@ export class FaultProxy {
     }
   }
 
-  /** The attempt (or `token:<prefix>`) holding the lock in an answer's item, `-` if free, `undefined` if no item. */
+  /**
+   * The attempt (or `token:<prefix>`) holding the lock in an answer's item, `-` if free, `undefined` if no item.
+   * @param {Buffer} data
+   * @returns {string | undefined}
+   */
   holderShown(data) {
     if (!this.attributes) return undefined;
     try {
@@ -229,7 +276,11 @@ export class FaultProxy {
     }
   }
 
-  /** Records an answer that told a worker its own attempt holds the lock. */
+  /**
+   * Records an answer that told a worker its own attempt holds the lock.
+   * @param {http.IncomingMessage} req
+   * @param {Answer} answer
+   */
   noteEvidence(req, answer) {
     if (!this.attributes || (answer.status !== 200 && answer.status !== 400)) return;
     let parsed;
@@ -255,6 +306,7 @@ export class FaultProxy {
     else this.stats.evidence[attemptId] = { owner, key: item[keyName]?.S, at: Date.now(), count: 1 };
   }
 
+  /** @returns {string | undefined} the hard fault drawn for a request, if any */
   draw() {
     let roll = this.random();
     for (const kind of HARD_FAULTS) {
@@ -264,12 +316,22 @@ export class FaultProxy {
     return undefined;
   }
 
+  /**
+   * @param {string} kind
+   * @param {string} operation
+   */
   count(kind, operation) {
     this.stats.injected[kind]++;
     const byKind = (this.stats.injectedByOperation[operation] ??= {});
     byKind[kind] = (byKind[kind] ?? 0) + 1;
   }
 
+  /**
+   * @param {'dropped' | 'http500'} kind
+   * @param {string} operation
+   * @param {Buffer} body
+   * @param {http.IncomingMessage} req
+   */
   noteLostWrite(kind, operation, body, req) {
     if (operation === 'GetItem' || operation === 'Scan' || operation === 'Query') return;
     const text = body.toString('utf8');
@@ -277,7 +339,11 @@ export class FaultProxy {
     this.stats.lostWrites.push({ kind, operation, markers, ...whoAndWhat(req, body), at: Date.now() });
   }
 
-  /** The chaos attempt a request is about: its marker, or the attempt its owner token was first seen with. */
+  /**
+   * The chaos attempt a request is about: its marker, or the attempt its owner token was first seen with.
+   * @param {Buffer} body
+   * @returns {string | undefined}
+   */
   attemptOf(body) {
     const text = body.toString('utf8');
     const marker = [...text.matchAll(MARKER)][0]?.[1];
@@ -287,6 +353,13 @@ export class FaultProxy {
     return marker ?? (token ? (this.tokens.get(token) ?? `token:${token.slice(0, 6)}`) : undefined);
   }
 
+  /**
+   * @param {http.IncomingMessage} req
+   * @param {Buffer} body
+   * @param {string} operation
+   * @param {string | undefined} fault
+   * @returns {TraceEntry}
+   */
   traceEntry(req, body, operation, fault) {
     let cond;
     try {
@@ -295,12 +368,19 @@ export class FaultProxy {
     } catch {
       // not JSON
     }
+    /** @type {TraceEntry} */
     const entry = { at: Date.now(), ...whoAndWhat(req, body), op: operation, cond, fault, attempt: this.attemptOf(body) };
     this.stats.trace.push(entry);
     return entry;
   }
 
-  /** Sends the request to the server; resolves with its full answer, or `undefined` if it failed. */
+  /**
+   * Sends the request to the server; resolves with its full answer, or `undefined` if it failed.
+   * @param {http.IncomingMessage} req
+   * @param {Buffer} body
+   * @param {TraceEntry} [entry] gets the answer's status and the holder it shows
+   * @returns {Promise<Answer | undefined>}
+   */
   forward(req, body, entry) {
     return new Promise((resolve) => {
       const headers = { ...req.headers, host: this.target.host, 'content-length': String(body.length) };
@@ -328,6 +408,10 @@ export class FaultProxy {
     });
   }
 
+  /**
+   * @param {number} ms
+   * @returns {Promise<void>}
+   */
   sleep(ms) {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -342,6 +426,9 @@ export class FaultProxy {
 /**
  * The client (from a `chaos/<owner>` user agent, as the chaos workers set it) and the lock key
  * (the string partition key value of `Key`) of a request.
+ * @param {http.IncomingMessage} req
+ * @param {Buffer} body
+ * @returns {{ owner?: string, key?: string }}
  */
 function whoAndWhat(req, body) {
   const agent = `${req.headers['user-agent'] ?? ''} ${req.headers['x-amz-user-agent'] ?? ''}`;
@@ -356,8 +443,13 @@ function whoAndWhat(req, body) {
   return { owner, key };
 }
 
+/**
+ * @param {http.IncomingMessage} stream a request or a response
+ * @returns {Promise<Buffer>}
+ */
 function readAll(stream) {
   return new Promise((resolve, reject) => {
+    /** @type {Buffer[]} */
     const chunks = [];
     stream.on('data', (chunk) => chunks.push(chunk));
     stream.on('end', () => resolve(Buffer.concat(chunks)));
@@ -366,7 +458,12 @@ function readAll(stream) {
   });
 }
 
-/** Sends the server's answer on; `false` if the client is gone. */
+/**
+ * Sends the server's answer on; `false` if the client is gone.
+ * @param {http.ServerResponse} res
+ * @param {Answer} answer
+ * @returns {boolean}
+ */
 function reply(res, answer) {
   if (res.destroyed || res.socket?.destroyed) return false;
   const headers = { ...answer.headers };
@@ -379,6 +476,12 @@ function reply(res, answer) {
   return true;
 }
 
+/**
+ * @param {http.ServerResponse} res
+ * @param {number} status
+ * @param {string} type the error's name, e.g. `ThrottlingException`
+ * @param {string} message
+ */
 function sendError(res, status, type, message) {
   if (res.destroyed || res.socket?.destroyed) return;
   const body = Buffer.from(JSON.stringify({ __type: `${ERROR_PREFIX}${type}`, message }));
@@ -391,7 +494,10 @@ function sendError(res, status, type, message) {
   res.end(body);
 }
 
-/** Ends a connection abruptly: a TCP RST where supported, so the client sees ECONNRESET. */
+/**
+ * Ends a connection abruptly: a TCP RST where supported, so the client sees ECONNRESET.
+ * @param {import('node:net').Socket} socket
+ */
 function resetSocket(socket) {
   if (socket.destroyed) return;
   if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
@@ -400,31 +506,40 @@ function resetSocket(socket) {
 
 // ---- child-process entry ----
 
+/**
+ * `process.send`, typed with what the proxy sends. Forked, the proxy has an IPC channel, so it is
+ * defined; it is called as `(process.send)(...)`, which keeps `process` as `this`.
+ * @typedef {(message: ProxyReply | { type: 'listening', endpoint: string }, callback?: () => void) => boolean} Send
+ */
+/** @typedef {Extract<ProxyCommand, { cmd: 'set' }>} SetCommand */
+
 async function main() {
+  /** @type {ProxyConfig} */
   const config = JSON.parse(process.argv[2] ?? '{}');
   const proxy = new FaultProxy(config);
   const endpoint = await proxy.listen(config.port ?? 0);
-  process.on('message', async (message) => {
+  process.on('message', async (/** @type {ProxyCommand} */ message) => {
     const { id, cmd } = message ?? {};
     try {
       if (cmd === 'set') {
-        proxy.setRates(message.rates, message.timing);
-        process.send({ re: id, ok: true, rates: proxy.rates });
+        // `cmd` is 'set', so `message` is the `set` command (destructured from `message ?? {}`, TS can't tell).
+        proxy.setRates(/** @type {SetCommand} */ (message).rates, /** @type {SetCommand} */ (message).timing);
+        /** @type {Send} */ (process.send)({ re: id, ok: true, rates: proxy.rates });
       } else if (cmd === 'stats') {
-        process.send({ re: id, ok: true, stats: proxy.snapshot() });
+        /** @type {Send} */ (process.send)({ re: id, ok: true, stats: proxy.snapshot() });
       } else if (cmd === 'close') {
         const stats = proxy.snapshot();
         await proxy.close();
-        process.send({ re: id, ok: true, stats }, () => process.exit(0));
+        /** @type {Send} */ (process.send)({ re: id, ok: true, stats }, () => process.exit(0));
       } else {
-        process.send({ re: id, ok: false, error: `unknown command ${cmd}` });
+        /** @type {Send} */ (process.send)({ re: id, ok: false, error: `unknown command ${cmd}` });
       }
     } catch (error) {
-      process.send({ re: id, ok: false, error: String(error?.message ?? error) });
+      /** @type {Send} */ (process.send)({ re: id, ok: false, error: String(error?.message ?? error) });
     }
   });
   process.on('disconnect', () => process.exit(0));
-  process.send({ type: 'listening', endpoint });
+  /** @type {Send} */ (process.send)({ type: 'listening', endpoint });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
