@@ -110,7 +110,7 @@ export class LockReleaser {
       if (!result.ok) return false;
       released();
       const leaseMs = Math.min(result.record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
-      if (sentAt + leaseMs / 2 <= monotonicNow()) {
+      if (!waiter.settled && sentAt + leaseMs / 2 <= monotonicNow()) {
         // Answered so late that half the lease is gone: the waiter's own acquisition (started when
         // this release ends) finds its token in the item and renews the lease before handing it out.
         waiter.uncertainSince = Math.min(waiter.uncertainSince ?? sentAt, sentAt);

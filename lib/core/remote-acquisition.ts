@@ -76,6 +76,9 @@ export class RemoteAcquisition {
     private readonly waiter: Waiter,
   ) {
     this.observed = host.history.observation(waiter.storedKey);
+    // A write of this waiter before this acquisition (a hand-over) may hold the item already:
+    // whatever ends the acquisition, clean-up looks.
+    this.uncertain = waiter.uncertainSince !== undefined;
   }
 
   /** Runs until the lock is held, the wait ends (busy error) or the caller gives up. */
