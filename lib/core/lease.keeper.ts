@@ -204,6 +204,9 @@ export class LeaseKeeper {
     const sentAt = monotonicNow();
     try {
       const result = await store.heartbeat(lease.storedKey, lease.token, leaseMs, leaseMs, data);
+      if (result.ok) lease.rvn = result.record.rvn;
+      // Ran out locally meanwhile: the orphan mark follows the version this write left.
+      if (result.ok && (lease.state as HeldLease['state']) === 'lost') this.deps.history.addOrphan(lease.storedKey, lease.token, lease.rvn);
       if (lease.state !== 'held') return;
       if (!result.ok) {
         // Servers that do not return the blocking item (dynalite) need a read to tell "taken" from "gone".

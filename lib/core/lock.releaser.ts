@@ -40,10 +40,14 @@ export class LockReleaser {
    * @returns `true` when released (or handed over); `false` when it was no longer held.
    */
   release(lock: Lock): Promise<boolean> {
-    const done = this.releaseNow(lock);
-    this.inFlight.add(done);
-    void done.catch(() => undefined).finally(() => this.inFlight.delete(done));
-    return done;
+    return this.track(this.releaseNow(lock));
+  }
+
+  /** Counts a release write as in flight until it settles. */
+  private track<T>(write: Promise<T>): Promise<T> {
+    this.inFlight.add(write);
+    void write.catch(() => undefined).finally(() => this.inFlight.delete(write));
+    return write;
   }
 
   /** Resolves once every release started so far has ended (whatever its outcome). */
@@ -114,6 +118,8 @@ export class LockReleaser {
         // Answered so late that half the lease is gone: the waiter's own acquisition (started when
         // this release ends) finds its token in the item and renews the lease before handing it out.
         waiter.uncertainSince = Math.min(waiter.uncertainSince ?? sentAt, sentAt);
+        // Should it give up before its acquisition starts, the token is taken back at once.
+        this.deps.history.addOrphan(waiter.storedKey, waiter.token);
         return true;
       }
       const lease = keeper.hold(waiter, result.record, sentAt, 'handover');
@@ -125,7 +131,7 @@ export class LockReleaser {
       // Unknown outcome: the waiter's own token may hold the item now, since this write was sent;
       // a lease later found there counts from then, not from a later acquisition's start.
       waiter.uncertainSince = Math.min(waiter.uncertainSince ?? sentAt, sentAt);
-      void store.release(from.storedKey, from.token, from.leaseMs).catch(() => undefined);
+      void this.track(store.release(from.storedKey, from.token, from.leaseMs).catch(() => undefined));
       throw error;
     } finally {
       slot.polling = false;

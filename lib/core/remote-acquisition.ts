@@ -119,9 +119,10 @@ export class RemoteAcquisition {
             : host.store.acquire({ ...writeOf(waiter), condition: step.condition, queuedAt: step.queuedAt }),
         ),
       );
-      if (result && step.kind === 'write' && step.condition.kind === 'handover')
+      // Taken over: no longer an orphan (a failed attempt keeps the mark for the next one).
+      if (result?.ok && step.kind === 'write' && step.condition.kind === 'handover')
         host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
-      if (result && step.kind === 'write' && step.condition.kind === 'takeover' && step.condition.holder)
+      if (result?.ok && step.kind === 'write' && step.condition.kind === 'takeover' && step.condition.holder)
         host.history.dropOrphan(waiter.storedKey, step.condition.holder);
       if (result?.ok && step.kind === 'write') {
         const via = step.via ?? VIA[step.condition.kind];
@@ -238,6 +239,8 @@ export class RemoteAcquisition {
       const result = await send();
       this.rttMs += 0.2 * (monotonicNow() - sentAt - this.rttMs);
       this.retryMs = RETRY_MIN_MS;
+      // Answered: whatever failed before is over (callers behind this one are not in an outage).
+      this.waiter.lastError = undefined;
       if (result.ok) this.see(result.record, sentAt);
       else if (result.current || isRead) this.see(result.current, sentAt);
       return result;

@@ -34,16 +34,22 @@ export async function schedulePeriodMs(method: object): Promise<number | undefin
 }
 
 /**
- * The `cron` package: found from this library when the package manager hoisted it (npm), else the
- * copy `@nestjs/schedule` itself uses, found from the app's directory (pnpm keeps it there).
+ * The `cron` package `@nestjs/schedule` runs on: the copy next to `@nestjs/schedule` as this
+ * library finds it (CommonJS), or as the app's directory finds it (pnpm keeps it there); else a
+ * hoisted one (npm).
  */
 async function loadCron(): Promise<CronPackage | undefined> {
-  const hoisted = await loadOptionalPeer<CronPackage>('cron');
-  if (hoisted) return hoisted;
-  try {
-    const app = createRequire(join(process.cwd(), 'package.json'));
-    return createRequire(app.resolve('@nestjs/schedule/package.json'))('cron') as CronPackage;
-  } catch {
-    return undefined;
+  const from = [
+    () => (typeof require === 'function' ? require.resolve('@nestjs/schedule/package.json') : undefined),
+    () => createRequire(join(process.cwd(), 'package.json')).resolve('@nestjs/schedule/package.json'),
+  ];
+  for (const find of from) {
+    try {
+      const schedule = find();
+      if (schedule) return createRequire(schedule)('cron') as CronPackage;
+    } catch {
+      // Not found from there: the next place.
+    }
   }
+  return loadOptionalPeer<CronPackage>('cron');
 }
