@@ -8,12 +8,11 @@ import {
   INVALID_WAIT,
   KEY_PREFIX_INVALID,
   OPTIONS_NOT_OBJECT,
-  UNKNOWN_OPTION,
 } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
-import { closestName } from '../utils/closest-name';
+import { unknownOptionMessage } from '../utils/closest-name';
 import { type Duration, MAX_DURATION_MS, parseDuration, parseLease } from '../utils/duration';
 import { MAX_KEY_BYTES } from '../utils/lock-key.validation';
 import { isTableName } from '../store/lock-table';
@@ -69,9 +68,8 @@ export function checkAcquireOptions(options: unknown, scope: string, withWait = 
   if (options === null || typeof options !== 'object')
     throw new LockValidationError(CALL_OPTION_INVALID(scope, 'options', 'an object', options));
   const known = withWait ? ACQUIRE_OPTION_NAMES : ACQUIRE_OPTION_NAMES.filter((name) => name !== 'wait');
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) throw new LockValidationError(UNKNOWN_OPTION(scope, name, closestName(name, known), known));
-  }
+  const unknown = unknownOptionMessage(options, known, scope);
+  if (unknown) throw new LockValidationError(unknown);
   const { heartbeat } = options as AcquireOptions;
   if (heartbeat !== undefined && typeof heartbeat !== 'boolean')
     throw new LockValidationError(CALL_OPTION_INVALID(scope, 'heartbeat', 'true or false', heartbeat));
@@ -106,11 +104,8 @@ export interface ResolvedLockOptions {
  */
 export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLockOptions {
   if (options === null || typeof options !== 'object') throw new LockConfigurationError(OPTIONS_NOT_OBJECT(options));
-  for (const name of Object.keys(options)) {
-    if (!OPTION_NAMES.includes(name)) {
-      throw new LockConfigurationError(UNKNOWN_OPTION('DynamoLockModule', name, closestName(name, OPTION_NAMES), OPTION_NAMES));
-    }
-  }
+  const unknown = unknownOptionMessage(options, OPTION_NAMES, 'DynamoLockModule');
+  if (unknown) throw new LockConfigurationError(unknown);
   const tableName = options.tableName ?? process.env.DYNAMO_LOCK_TABLE ?? DEFAULTS.tableName;
   if (!isTableName(tableName)) {
     throw new LockConfigurationError(INVALID_OPTION('tableName', 'a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)', tableName));

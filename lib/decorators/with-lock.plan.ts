@@ -1,9 +1,9 @@
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
-import { HOLD_AT_LEAST_REACHES_PERIOD, UNKNOWN_OPTION, WITH_LOCK_OPTION_INVALID } from '../errors/lock.messages';
+import { HOLD_AT_LEAST_REACHES_PERIOD, WITH_LOCK_OPTION_INVALID } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { resolveWait } from '../core/lock-options.resolver';
-import { closestName } from '../utils/closest-name';
+import { unknownOptionMessage } from '../utils/closest-name';
 import { parseDuration, parseLease } from '../utils/duration';
 import { SkipReporter } from './skip.reporter';
 
@@ -47,13 +47,8 @@ const WITH_LOCK_OPTION_NAMES = Object.keys({
 export function planOf(options: WithLockOptions, where: string): WithLockPlan {
   if (options === null || typeof options !== 'object')
     throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'options', 'an object', options));
-  for (const name of Object.keys(options)) {
-    if (!WITH_LOCK_OPTION_NAMES.includes(name)) {
-      throw new LockValidationError(
-        UNKNOWN_OPTION(`@WithLock on ${where}`, name, closestName(name, WITH_LOCK_OPTION_NAMES), WITH_LOCK_OPTION_NAMES),
-      );
-    }
-  }
+  const unknown = unknownOptionMessage(options, WITH_LOCK_OPTION_NAMES, `@WithLock on ${where}`);
+  if (unknown) throw new LockValidationError(unknown);
   const { onBusy = 'throw', holdAtLeast, data, ...acquire } = options;
   if (onBusy !== 'throw' && onBusy !== 'skip')
     throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'onBusy', "'throw' or 'skip'", onBusy));

@@ -1,16 +1,17 @@
+/** Throttling errors: DynamoDB answered, asking to slow down. */
+const THROTTLING_NAMES = new Set(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded']);
+/** No answer within a time limit (the SDK's, or the store's request limit). */
+const TIMEOUT_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
+
 const TRANSIENT_NAMES = new Set([
-  'ThrottlingException',
-  'ProvisionedThroughputExceededException',
-  'RequestLimitExceeded',
+  ...THROTTLING_NAMES,
+  ...TIMEOUT_NAMES,
   'LimitExceededException',
   'InternalServerError',
   'InternalFailure',
   'ServiceUnavailable',
   'ServiceUnavailableException',
   'TransactionConflictException',
-  'TimeoutError',
-  'RequestTimeout',
-  'RequestTimeoutException',
 ]);
 
 const NETWORK_CODES = new Set([
@@ -56,15 +57,12 @@ export function isConditionFailure(
   return error instanceof Error && error.name === 'ConditionalCheckFailedException';
 }
 
-const THROTTLING_NAMES = new Set(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded']);
-const TIMEOUT_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'AbortError']);
-
 /** What kind of failure a transient error is, for messages: throttling, no answer in time, or other. */
 export function transientKind(error: unknown): 'throttled' | 'timed-out' | 'failed' {
   const shape = (typeof error === 'object' && error !== null ? error : {}) as ErrorShape;
   const name = typeof shape.name === 'string' ? shape.name : '';
   if (THROTTLING_NAMES.has(name)) return 'throttled';
-  if (TIMEOUT_NAMES.has(name) || shape.code === 'ETIMEDOUT') return 'timed-out';
+  if (TIMEOUT_NAMES.has(name) || name === 'AbortError' || shape.code === 'ETIMEDOUT') return 'timed-out';
   return 'failed';
 }
 

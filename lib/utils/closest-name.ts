@@ -1,3 +1,5 @@
+import { UNKNOWN_OPTION } from '../errors/lock.messages';
+
 /**
  * The candidate nearest to a misspelt `name` (case-insensitive edit distance of at most a
  * third of its length, and at least 2), for "did you mean" hints; `undefined` when none is close.
@@ -23,4 +25,14 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length];
+}
+
+/**
+ * The message for the first name of `options` that is not in `known` ("`scope` has no option
+ * ...; did you mean ...?"), or `undefined` when every name is known. Callers throw it as the
+ * error their scope calls for.
+ */
+export function unknownOptionMessage(options: object, known: readonly string[], scope: string): string | undefined {
+  const unknown = Object.keys(options).find((name) => !known.includes(name));
+  return unknown === undefined ? undefined : UNKNOWN_OPTION(scope, unknown, closestName(unknown, known), known);
 }

@@ -10,10 +10,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { findFreePort } from '../../tools/free-port.mjs';
-import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
+import { createTestClient, deleteTable, describeEachServer, uniqueTableName, stealLock } from '../support/servers';
 import { Cli, type CliResult, repoRoot } from './support/cli-process';
 
 const NODE = process.execPath;
@@ -413,15 +412,7 @@ describeEachServer('dynamo-lock CLI', (server) => {
       await waitFor(() => existsSync(pidFile), 'the command to start');
       const pid = Number(readFileSync(pidFile, 'utf8'));
       // Another owner takes the item over: the next heartbeat (every ~670 ms) finds a foreign token.
-      await client.send(
-        new UpdateItemCommand({
-          TableName: tableName,
-          Key: { key: { S: 'stolen' } },
-          UpdateExpression: 'SET #t = :t, #o = :o',
-          ExpressionAttributeNames: { '#t': 'token', '#o': 'owner' },
-          ExpressionAttributeValues: { ':t': { S: 'someone-else' }, ':o': { S: 'thief' } },
-        }),
-      );
+      await stealLock(client, tableName, 'stolen');
       const result = await running.result;
       expectExit(result, 3);
       expect(result.ms).toBeLessThan(10_000);

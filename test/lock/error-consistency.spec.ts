@@ -3,7 +3,7 @@
  * what `renewLease()` says for a lease id that does not hold the key (on both servers, also when
  * the server does not return the old item), and the start-up error when DynamoDB cannot be reached.
  */
-import { DeleteItemCommand, DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureLockTable, type Lock, LockConfigurationError, LockLostError, LockManager, LockTableError, MemoryLockStore } from '../../lib';
@@ -11,7 +11,7 @@ import { classifyError } from '../../lib/cli/error-report';
 import { findFreePort } from '../../tools/free-port.mjs';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
-import { describeEachServer } from '../support/servers';
+import { describeEachServer, stealLock } from '../support/servers';
 
 let keySeq = 0;
 const newKey = (name: string) => `${name}-${++keySeq}`;
@@ -44,15 +44,7 @@ describeEachServer('errors that mean the same everywhere', (server) => {
       const manager = fixture.manager({ leaseDuration: 3_000, heartbeatInterval: 150 });
       const key = newKey('extend-taken');
       const lock = await manager.acquire(key);
-      await fixture.client.send(
-        new UpdateItemCommand({
-          TableName: fixture.tableName,
-          Key: { key: { S: key } },
-          UpdateExpression: 'SET #t = :t, #o = :o',
-          ExpressionAttributeNames: { '#t': 'token', '#o': 'owner' },
-          ExpressionAttributeValues: { ':t': { S: 'someone-else' }, ':o': { S: 'thief' } },
-        }),
-      );
+      await stealLock(fixture.client, fixture.tableName, key);
       await expectExtendRejectsWithSignalReason(lock, 'taken');
     });
 

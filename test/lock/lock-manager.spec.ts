@@ -1,11 +1,11 @@
-import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockBusyError, LockLostError, LockUnavailableError, LockValidationError, type Lock } from '../../lib';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { countRequests } from '../support/request-counter';
-import { describeEachServer } from '../support/servers';
+import { describeEachServer, stealLock } from '../support/servers';
 import { rejectionOf } from '../support/rejection';
 
 let keySeq = 0;
@@ -299,15 +299,7 @@ describeEachServer('LockManager', (server) => {
       const manager = fixture.manager({ leaseDuration: 1_500, heartbeatInterval: 100 });
       const key = newKey('stolen');
       const lock = await manager.acquire(key);
-      await fixture.client.send(
-        new UpdateItemCommand({
-          TableName: fixture.tableName,
-          Key: { key: { S: key } },
-          UpdateExpression: 'SET #t = :t, #o = :o',
-          ExpressionAttributeNames: { '#t': 'token', '#o': 'owner' },
-          ExpressionAttributeValues: { ':t': { S: 'someone-else' }, ':o': { S: 'thief' } },
-        }),
-      );
+      await stealLock(fixture.client, fixture.tableName, key);
       const reason = await new Promise<LockLostError>((resolve) =>
         lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)),
       );

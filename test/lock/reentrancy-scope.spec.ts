@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoLockModule, LockBusyError, LockLostError, LockService, WithLock, type Lock } from '../../lib';
@@ -21,6 +21,20 @@ describeEachServer('Re-entrancy never outlives the lock', (server) => {
   const fixture = new LockFixture(server);
   beforeAll(() => fixture.setup());
   afterAll(() => fixture.close());
+
+  /** Boots a Nest module with `DynamoLockModule` and `provider`, runs `use` on the provider, closes it. */
+  async function withInstance<T>(provider: Type<T>, use: (instance: T) => Promise<void>): Promise<void> {
+    const moduleRef = await Test.createTestingModule({
+      imports: [DynamoLockModule.forRoot(fixture.moduleOptions())],
+      providers: [provider],
+    }).compile();
+    await moduleRef.init();
+    try {
+      await use(moduleRef.get(provider));
+    } finally {
+      await moduleRef.close();
+    }
+  }
 
   it('a timer started inside withLock sees no lock after the release, and its withLock goes to DynamoDB', async () => {
     const manager = fixture.manager({ ownerName: 'one' });
@@ -113,18 +127,11 @@ describeEachServer('Re-entrancy never outlives the lock', (server) => {
       }
     }
 
-    const moduleRef = await Test.createTestingModule({
-      imports: [DynamoLockModule.forRoot(fixture.moduleOptions())],
-      providers: [NestedJob],
-    }).compile();
-    await moduleRef.init();
-    try {
-      await moduleRef.get(NestedJob).run();
+    await withInstance(NestedJob, async (job) => {
+      await job.run();
       await sleep(300);
       expect(seen).toEqual([undefined]);
-    } finally {
-      await moduleRef.close();
-    }
+    });
   });
 
   it('@WithLock with holdAtLeast: work the method left running does not join the lock while it is still held', async () => {
@@ -151,20 +158,12 @@ describeEachServer('Re-entrancy never outlives the lock', (server) => {
       }
     }
 
-    const moduleRef = await Test.createTestingModule({
-      imports: [DynamoLockModule.forRoot(fixture.moduleOptions())],
-      providers: [Job],
-    }).compile();
-    await moduleRef.init();
-    try {
-      const job = moduleRef.get(Job);
+    await withInstance(Job, async (job) => {
       await job.run();
       await sleep(300);
       expect(calls).toEqual([{ inner: false, current: undefined }]);
       const [result] = await Promise.all(innerResults);
       expect(result).toBeInstanceOf(LockBusyError);
-    } finally {
-      await moduleRef.close();
-    }
+    });
   });
 });

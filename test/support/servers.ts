@@ -6,6 +6,7 @@ import {
   DescribeTableCommand,
   DynamoDBClient,
   type DynamoDBClientConfig,
+  UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { describe } from '@jest/globals';
 import { localCredentials, LOCAL_REGION } from '../../tools/dynamodb-servers.mjs';
@@ -99,4 +100,20 @@ export async function deleteTable(client: DynamoDBClient, tableName: string): Pr
   } catch (error) {
     if (!(error instanceof Error && error.name === 'ResourceNotFoundException')) throw error;
   }
+}
+
+/**
+ * Overwrites the holder of a lock item behind its holder's back, as another owner that took it
+ * over would: the holder's next heartbeat finds a foreign token.
+ */
+export async function stealLock(client: DynamoDBClient, tableName: string, key: string): Promise<void> {
+  await client.send(
+    new UpdateItemCommand({
+      TableName: tableName,
+      Key: { key: { S: key } },
+      UpdateExpression: 'SET #t = :t, #o = :o',
+      ExpressionAttributeNames: { '#t': 'token', '#o': 'owner' },
+      ExpressionAttributeValues: { ':t': { S: 'someone-else' }, ':o': { S: 'thief' } },
+    }),
+  );
 }
