@@ -26,13 +26,18 @@ interface KeyFacts {
  * stayed unchanged for a whole lease on this host's monotonic clock: no wall clocks compared.
  */
 export interface RecordObservation {
-  /** The record version number. */
+  /**
+   * What identifies the state seen: the record version number with the ticket served and the
+   * holder's token (a waiter taking the ticket of a free item changes the holder, not the version).
+   */
+  readonly version: string;
+  /** The record version number, for the write that passes a silent holder. */
   readonly rvn: string;
   /** The lease that version promised: the holder's, or the claim lease of a queue head. */
   readonly leaseMs: number;
   /** Monotonic time of the first answer that showed this version. */
   readonly at: number;
-  /** The owner token it showed, if the lock was held. */
+  /** The holder it showed: its owner token, or the ticket of a promoted waiter that has not written yet. */
   readonly holder: string | undefined;
   /** Who that holder was (owner, fencing token, lease), for the takeover event. */
   readonly holderInfo?: LockHolder;
@@ -92,13 +97,13 @@ export class KeyHistory {
   }
 
   /**
-   * Notes that an answer received at monotonic time `now` showed record version `rvn`: keeps the
-   * first-seen time while the version stays the same, starts anew when it changed.
+   * Notes that an answer received at monotonic time `now` showed `seen`: keeps the first-seen time
+   * while the version stays the same, starts anew when it changed.
    * @returns the observation in force for the key.
    */
-  observe(key: string, rvn: string, leaseMs: number, holder: string | undefined, now: number, holderInfo?: LockHolder): RecordObservation {
+  observe(key: string, seen: Omit<RecordObservation, 'at'>, now: number): RecordObservation {
     const facts = this.touch(key);
-    if (facts.observed?.rvn !== rvn) facts.observed = { rvn, leaseMs, at: now, holder, holderInfo };
+    if (facts.observed?.version !== seen.version) facts.observed = { ...seen, at: now };
     return facts.observed;
   }
 

@@ -41,6 +41,8 @@ export class KeyQueues {
   /** Acquisitions talking to DynamoDB now; shutdown waits for them. */
   private readonly attempts = new Set<Promise<void>>();
   private readonly acquisitionHost: AcquisitionHost;
+  /** Aborted at shutdown: ends acquisitions that keep a ticket for nobody. */
+  private readonly closing = new AbortController();
 
   constructor(private readonly deps: KeyQueuesDeps) {
     const { store, history, options, events } = deps;
@@ -48,11 +50,16 @@ export class KeyQueues {
       store,
       history,
       options,
-      hold: (waiter, record, validFrom, via) => deps.hold(waiter, record, validFrom, via),
+      closing: this.closing.signal,
+      hold: (waiter, record, validFrom, via, leaseMs) => deps.hold(waiter, record, validFrom, via, leaseMs),
       emit: (event, trace) => events.emit(event, trace),
       noteWaiting: (waiter) => events.noteWaiting(waiter),
       busyError: (waiter) => this.busyError(waiter),
       deadlineError: (waiter) => this.deadlineError(waiter),
+      nextWaiter: (storedKey) => {
+        const slot = this.slots.get(storedKey);
+        return slot && this.nextWaiter(slot);
+      },
     };
   }
 
@@ -154,17 +161,19 @@ export class KeyQueues {
       return;
     }
     slot.polling = true;
-    const attempt = new RemoteAcquisition(this.acquisitionHost, waiter).run().then(
+    // The caller served may be a later one that took over the ticket of a caller that gave up.
+    const acquisition = new RemoteAcquisition(this.acquisitionHost, waiter);
+    const attempt = acquisition.run().then(
       (lease) => {
         slot.polling = false;
         slot.holder = lease;
-        if (waiter.settled) void this.deps.releaseQuietly(lease.lock);
-        else this.settle(waiter, lease.lock);
+        if (acquisition.served.settled) void this.deps.releaseQuietly(lease.lock);
+        else this.settle(acquisition.served, lease.lock);
         this.pump(slot);
       },
       (error) => {
         slot.polling = false;
-        this.settle(waiter, error);
+        this.settle(acquisition.served, error);
         this.pump(slot);
       },
     );
@@ -187,6 +196,8 @@ export class KeyQueues {
 
   /** Settles every waiting caller with `error` (shutdown), then waits for running acquisitions to end. */
   async close(error: unknown): Promise<void> {
+    // First: acquisitions whose caller is gone must not go on quietly once their callers are settled.
+    this.closing.abort(error);
     for (const slot of this.slots.values()) {
       for (const waiter of slot.waiters) this.settle(waiter, error);
     }

@@ -1,11 +1,11 @@
 import { LockLostError, type LockLostReason } from '../errors/lock.errors';
 import { type ExpiryCause, HEARTBEAT_FAILED, LOCK_EXPIRED, LOCK_GONE, LOCK_TAKEN, NOT_HELD_FOR_EXTEND } from '../errors/lock.messages';
 import type { AcquiredVia } from '../interfaces/lock-event.interface';
-import type { LockRecord } from '../store/lock-record';
+import { type LockRecord, ticketsWaiting } from '../store/lock-record';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { transientKind } from '../store/transient-error';
-import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';
-import { jitter, monotonicNow, sleep } from '../utils/clock';
+import { RETRY_MIN_MS } from '../utils/backoff';
+import { jitter, monotonicNow } from '../utils/clock';
 import { type Duration, parseLease } from '../utils/duration';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
 import type { KeyHistory } from './key-history';
@@ -55,8 +55,8 @@ export class LeaseKeeper {
     return [...this.leases.values()];
   }
 
-  /** Starts holding a lock whose lease counts from monotonic time `sentAt`. */
-  hold(waiter: Waiter, record: LockRecord, sentAt: number, via: AcquiredVia): HeldLease {
+  /** Starts holding a lock whose lease (`leaseMs`, as the write granted it) counts from monotonic time `sentAt`. */
+  hold(waiter: Waiter, record: LockRecord, sentAt: number, via: AcquiredVia, leaseMs: number): HeldLease {
     const { options, history, events } = this.deps;
     const controller = new AbortController();
     const lock = createLock({
@@ -68,12 +68,12 @@ export class LeaseKeeper {
       controller,
       host: this.deps.lockHost,
     });
-    // A promoted waiter holds the item's (claim) lease until its first heartbeat renews it to its own.
-    const leaseMs = Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
+    // A promoted waiter holds the claim lease until its first heartbeat renews it to its own.
     const heartbeatMs = waiter.heartbeat ? heartbeatIntervalFor(options, leaseMs) : Number.POSITIVE_INFINITY;
     const lease: HeldLease = {
       storedKey: waiter.storedKey,
       token: waiter.token,
+      ticket: record.head,
       leaseMs,
       rvn: record.rvn,
       targetLeaseMs: waiter.leaseMs,
@@ -86,7 +86,7 @@ export class LeaseKeeper {
       controller,
       writes: Promise.resolve(),
       acquiredAt: monotonicNow(),
-      queuedElsewhere: record.queue.length,
+      queuedElsewhere: ticketsWaiting(record),
     };
     this.leases.set(lock, lease);
     this.scheduler.add(lease);
@@ -97,11 +97,6 @@ export class LeaseKeeper {
     // at once: no event tells of it.
     lease.quiet = waiter.settled;
     if (lease.quiet) return lease;
-    // A promotion leaves the data out and starts on the claim lease: write them now where no
-    // heartbeat would (the data at all; the lease of a holder that renews by hand).
-    const missingData = waiter.data !== undefined && record.data !== waiter.data;
-    // Not awaited: the caller has the lock already (a slow write must not make it miss its deadline).
-    if (missingData || (!waiter.heartbeat && leaseMs < waiter.leaseMs)) void this.completePromotion(lease, waiter.leaseMs, waiter.data);
     const waitedMs = Math.round(monotonicNow() - waiter.startedAt);
     if (via === 'takeover') {
       events.emit(
@@ -177,18 +172,6 @@ export class LeaseKeeper {
     this.scheduler.close();
   }
 
-  /**
-   * Writes a promoted lease's own lease and data, retrying transient failures while it is held
-   * (until then the lease is the claim lease, and the `Lock` counts that one).
-   */
-  private async completePromotion(lease: HeldLease, leaseMs: number, data: string | undefined): Promise<void> {
-    for (let pause = RETRY_MIN_MS; lease.state === 'held'; pause = nextRetryMs(pause)) {
-      await this.serial(lease, () => this.renew(lease, leaseMs, false, data)).catch(() => undefined);
-      if (lease.lastError === undefined) return;
-      await sleep(jitter(pause), lease.controller.signal).catch(() => undefined);
-    }
-  }
-
   private async heartbeat(lease: HeldLease): Promise<void> {
     if (lease.busy || lease.state !== 'held') return;
     await this.serial(lease, () => this.renew(lease, lease.targetLeaseMs, false)).catch(() => undefined);
@@ -198,12 +181,18 @@ export class LeaseKeeper {
    * One heartbeat write. Validity counts from when the write was sent, not answered.
    * A transient failure is retried until the lease runs out; `extend` rethrows it.
    */
-  private async renew(lease: HeldLease, leaseMs: number, rethrow: boolean, data?: string): Promise<void> {
+  private async renew(lease: HeldLease, leaseMs: number, rethrow: boolean): Promise<void> {
     if (lease.state !== 'held') return;
     const { store, options, events } = this.deps;
     const sentAt = monotonicNow();
     try {
-      const result = await store.heartbeat(lease.storedKey, lease.token, leaseMs, leaseMs, data);
+      const result = await store.heartbeat({
+        key: lease.storedKey,
+        holding: { token: lease.token, ticket: lease.ticket },
+        owner: options.ownerName,
+        leaseMs,
+        ttlLeaseMs: leaseMs,
+      });
       if (result.ok) lease.rvn = result.record.rvn;
       // Ran out locally meanwhile: the orphan mark follows the version this write left.
       if (result.ok && (lease.state as HeldLease['state']) === 'lost') this.deps.history.addOrphan(lease.storedKey, lease.token, lease.rvn);
@@ -217,7 +206,7 @@ export class LeaseKeeper {
       lease.leaseMs = leaseMs;
       lease.targetLeaseMs = leaseMs;
       lease.rvn = result.record.rvn;
-      lease.queuedElsewhere = result.record.queue.length;
+      lease.queuedElsewhere = ticketsWaiting(result.record);
       if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
       lease.nextBeatAt = sentAt + lease.heartbeatMs;

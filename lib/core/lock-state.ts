@@ -8,6 +8,8 @@ import type { Lock } from './lock';
 export interface HeldLease extends ScheduledLease {
   storedKey: string;
   token: string;
+  /** The ticket served when it was granted: a promoted waiter holds by it until its token is written. */
+  ticket: number | undefined;
   /** The lease stored in the item now. */
   leaseMs: number;
   /** The record version this holder's last write left (an orphaned lease is taken over only at it). */
@@ -24,7 +26,7 @@ export interface HeldLease extends ScheduledLease {
   lastError?: unknown;
   /** Monotonic time of acquisition, for the hold-time estimate. */
   acquiredAt: number;
-  /** Waiters of other processes queued in the item, as last seen (drives release vs. promotion). */
+  /** Tickets taken behind this holder's, as last seen: waiters of other processes (a hand-over waits for them). */
   queuedElsewhere: number;
   /** The hold span, when OpenTelemetry is in use. */
   trace?: HoldTrace;
@@ -67,7 +69,7 @@ export interface Waiter {
   reject(error: unknown): void;
 }
 
-/** The fields of a waiter that every write on its behalf carries (acquire, enqueue, hand-over). */
+/** The fields of a waiter that every write taking the lock for it carries (free acquire, hand-over). */
 export function writeOf(waiter: Waiter) {
   return { key: waiter.storedKey, token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data };
 }

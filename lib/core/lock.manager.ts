@@ -5,7 +5,8 @@ import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
-import type { LockRecord } from '../store/lock-record';
+import { isHeld, type LockRecord } from '../store/lock-record';
+import { CLAIM_LEASE_MS } from '../store/lock-store.protocol';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { type Duration, parseLease } from '../utils/duration';
 import { toStoredKey } from '../utils/lock-key.validation';
@@ -73,7 +74,7 @@ export class LockManager {
       store,
       history,
       events,
-      hold: (waiter, record, validFrom, via) => this.keeper.hold(waiter, record, validFrom, via),
+      hold: (waiter, record, validFrom, via, leaseMs) => this.keeper.hold(waiter, record, validFrom, via, leaseMs),
       releaseQuietly,
       assertOpen: () => {
         if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
@@ -232,11 +233,17 @@ export class LockManager {
     const leaseMs = leaseDuration === undefined ? undefined : parseLease(leaseDuration);
     const own = this.heldLease(storedKey, leaseId);
     if (own) return this.keeper.extend(own.lock, leaseDuration);
-    const result = await this.store.heartbeat(storedKey, leaseId, leaseMs, leaseMs ?? this.options.leaseMs);
+    const result = await this.store.heartbeat({
+      key: storedKey,
+      holding: { token: leaseId },
+      owner: this.options.ownerName,
+      leaseMs,
+      ttlLeaseMs: leaseMs ?? this.options.leaseMs,
+    });
     if (result.ok) return;
     // Servers that do not return the blocking item (dynalite) need a read to tell "taken" from "gone".
     const current = result.current ?? (await this.store.read(storedKey).catch(() => undefined));
-    throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, current?.token ? 'taken' : 'gone');
+    throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, isHeld(current) ? 'taken' : 'gone');
   }
 
   /**
@@ -251,7 +258,7 @@ export class LockManager {
     // A lease this manager holds is released through its `Lock` (timers stopped, waiters served).
     const own = this.heldLease(storedKey, leaseId);
     if (own) return this.releaser.release(own.lock);
-    return this.store.release(storedKey, leaseId, this.options.leaseMs);
+    return this.store.release(storedKey, { token: leaseId }, this.options.leaseMs);
   }
 
   /** The lease this manager holds for a stored key with owner token `leaseId`, if any. */
@@ -264,7 +271,7 @@ export class LockManager {
   async inspect(key: string): Promise<LockInfo | null> {
     const storedKey = toStoredKey(key, this.options.keyPrefix);
     const record = await this.store.read(storedKey);
-    return record?.token ? this.toInfo(record) : null;
+    return record && isHeld(record) ? this.toInfo(record) : null;
   }
 
   /** Every held lock whose key starts with `prefix` (a Scan: for tools and diagnostics). */
@@ -308,11 +315,12 @@ export class LockManager {
   private toInfo(record: LockRecord): LockInfo {
     return {
       key: record.key.slice(this.options.keyPrefix.length),
+      // A waiter promoted by a release holds before it writes its name and lease (at its first heartbeat).
       owner: record.owner ?? '',
       fencingToken: record.fencingToken ?? 0,
-      acquiredAt: new Date(record.acquiredAt ?? 0),
+      acquiredAt: new Date(record.acquiredAt ?? record.updatedAt ?? 0),
       updatedAt: new Date(record.updatedAt ?? record.acquiredAt ?? 0),
-      leaseDuration: record.leaseMs ?? 0,
+      leaseDuration: record.leaseMs ?? CLAIM_LEASE_MS,
       data: record.data === undefined ? undefined : JSON.parse(record.data),
     };
   }

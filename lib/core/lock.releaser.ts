@@ -1,6 +1,7 @@
 import { LockLostError } from '../errors/lock.errors';
 import { LOCK_RELEASED, RELEASE_NOT_HELD } from '../errors/lock.messages';
 import type { LockStorePort } from '../store/lock-store.interface';
+import type { Holding } from '../store/lock-store.protocol';
 import { monotonicNow } from '../utils/clock';
 import type { KeyHistory } from './key-history';
 import type { KeyQueues } from './key.queues';
@@ -25,9 +26,9 @@ export interface LockReleaserDeps {
 }
 
 /**
- * Gives a held lock up, in one conditional write: to the head of the item's queue when waiters
- * of other processes are queued there, else straight to the next local caller (a hand-over), else
- * back to DynamoDB.
+ * Gives a held lock up, in one conditional write: straight to the next local caller (a hand-over)
+ * when no waiter of another process took a ticket behind it, else back to DynamoDB, which serves
+ * the next ticket in the same write.
  */
 export class LockReleaser {
   /** Releases whose write is in flight: shutdown waits for them before the client goes. */
@@ -110,7 +111,7 @@ export class LockReleaser {
     const { store, keeper, queues } = this.deps;
     const sentAt = monotonicNow();
     try {
-      const result = await store.acquire({ ...writeOf(waiter), condition: { kind: 'handover', fromToken: from.token } });
+      const result = await store.acquire({ ...writeOf(waiter), condition: { kind: 'handover', from: holdingOf(from) } });
       if (!result.ok) return false;
       released();
       const leaseMs = Math.min(result.record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
@@ -122,7 +123,7 @@ export class LockReleaser {
         this.deps.history.addOrphan(waiter.storedKey, waiter.token);
         return true;
       }
-      const lease = keeper.hold(waiter, result.record, sentAt, 'handover');
+      const lease = keeper.hold(waiter, result.record, sentAt, 'handover', leaseMs);
       slot.holder = lease;
       if (waiter.settled) void this.deps.releaseQuietly(lease.lock);
       else queues.settle(waiter, lease.lock);
@@ -131,29 +132,22 @@ export class LockReleaser {
       // Unknown outcome: the waiter's own token may hold the item now, since this write was sent;
       // a lease later found there counts from then, not from a later acquisition's start.
       waiter.uncertainSince = Math.min(waiter.uncertainSince ?? sentAt, sentAt);
-      void this.track(store.release(from.storedKey, from.token, from.leaseMs).catch(() => undefined));
+      void this.track(store.release(from.storedKey, holdingOf(from), from.leaseMs).catch(() => undefined));
       throw error;
     } finally {
       slot.polling = false;
     }
   }
 
-  /**
-   * Gives a lock back to DynamoDB: to the head of the item's queue when waiters of other
-   * processes are queued (one write), else a plain release (one write).
-   */
+  /** Gives a lock back to DynamoDB (one write, which also serves the next ticket). */
   private async releaseRemote(lease: HeldLease, heldMs: number): Promise<boolean> {
-    const { store, history } = this.deps;
-    if (lease.queuedElsewhere > 0) {
-      const promoted = await store.promote(lease.storedKey, lease.token, lease.leaseMs, heldMs);
-      if (promoted.ok) {
-        history.recordBusy(lease.storedKey, monotonicNow());
-        return true;
-      }
-      const current = promoted.current ?? (await store.read(lease.storedKey));
-      if (current?.released === lease.token) return true; // our promotion, retried after a lost response
-      if (current?.token !== lease.token) return false;
-    }
-    return store.release(lease.storedKey, lease.token, lease.leaseMs, heldMs);
+    const released = await this.deps.store.release(lease.storedKey, holdingOf(lease), lease.leaseMs, heldMs);
+    if (released && lease.queuedElsewhere > 0) this.deps.history.recordBusy(lease.storedKey, monotonicNow());
+    return released;
   }
+}
+
+/** What a held lease writes with: its token, and the ticket it holds by until the token is in the item. */
+function holdingOf(lease: HeldLease): Holding {
+  return { token: lease.token, ticket: lease.ticket };
 }

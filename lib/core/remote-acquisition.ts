@@ -1,8 +1,8 @@
 import type { LockLogger } from '../interfaces/lock-logger.interface';
 import type { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
 import { TRANSIENT_RETRY } from '../errors/lock.messages';
-import type { LockRecord } from '../store/lock-record';
-import { type AcquireCondition, CLAIM_LEASE_MS, type WriteResult } from '../store/lock-store.protocol';
+import { isHeld, type LockRecord } from '../store/lock-record';
+import { CLAIM_LEASE_MS, type WriteResult } from '../store/lock-store.protocol';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
 import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';
@@ -17,55 +17,86 @@ const POLL_MIN_MS = 2;
 const FIRST_POLL_MS = 5;
 /** Growth of the pause while a release is overdue or nothing is known. */
 const POLL_GROWTH = 1.5;
+/**
+ * Longest pause of the waiter next in line while the holder's release is overdue: a holder that
+ * stops gracefully (a release) is noticed within about this, at ten reads a second at most.
+ */
+const NEXT_IN_LINE_POLL_MS = 100;
 
 /** What a remote acquisition needs from the manager. */
 export interface AcquisitionHost {
   readonly store: LockStorePort;
   readonly history: KeyHistory;
   readonly options: { readonly logger: LockLogger; readonly leaseMs: number; readonly maxPollMs: number };
-  /** Starts holding the lock described by `record`, valid from monotonic time `validFrom`. */
-  hold(waiter: Waiter, record: LockRecord, validFrom: number, via: AcquiredVia): HeldLease;
+  /** Aborts at shutdown: a place in line kept for a caller that gave up is dropped then. */
+  readonly closing: AbortSignal;
+  /** Starts holding the lock described by `record`, for `leaseMs` from monotonic time `validFrom`. */
+  hold(waiter: Waiter, record: LockRecord, validFrom: number, via: AcquiredVia, leaseMs: number): HeldLease;
   emit(event: LockEvent, trace?: LockTrace): void;
   /** Emits the `waiting` event of a waiter, once. */
   noteWaiting(waiter: Waiter): void;
   busyError(waiter: Waiter): LockBusyError;
   /** The error of a wait that ended: busy when a holder was seen, else unavailable (an outage). */
   deadlineError(waiter: Waiter): LockBusyError | LockUnavailableError;
+  /** The first caller of this process still waiting for `storedKey`, to take over a ticket. */
+  nextWaiter(storedKey: string): Waiter | undefined;
 }
 
-const VIA: Record<AcquireCondition['kind'], AcquiredVia> = { free: 'free', head: 'queue-head', takeover: 'takeover', handover: 'handover' };
-
-type Step = { kind: 'write'; condition: AcquireCondition; queuedAt?: number; via?: AcquiredVia } | { kind: 'enqueue' } | { kind: 'wait' };
+type Step =
+  | { kind: 'free' }
+  /** Take back a token of this process that no caller holds (an orphan). */
+  | { kind: 'handover'; from: string }
+  /** Pass a holder silent for its whole lease; `mine`: the target is this waiter's own ticket. */
+  | { kind: 'skip'; target: number; mine: boolean }
+  | { kind: 'enqueue' }
+  | { kind: 'mark-alive' }
+  | { kind: 'wait' };
 
 /**
- * Takes a lock from DynamoDB for one waiter: the head of this process's local queue.
+ * Takes a lock from DynamoDB for the head of this process's local queue for a key.
  *
  * - Free lock: one conditional write.
- * - Busy lock: the waiter records itself in the item's queue (one write), and the holder's
- *   release hands the lock to the queue's head in the same write. Waiters are served in arrival
- *   order across processes, and the releaser cannot jump the queue.
- * - While queued, the waiter polls with strongly consistent reads (a fifth of a write's price),
- *   timed by how long this key's holders usually keep it, to learn it was promoted.
- * - A holder that stops renewing is taken over once its record version stayed the same for a
- *   whole lease on this host's monotonic clock: no wall clocks are compared.
+ * - Busy lock: the waiter takes a ticket (one write that moves the item's `tail` on), and the
+ *   holder's release serves the next ticket in the same write that frees the lock (`head` moves
+ *   on). The promoted waiter learns it from a read and holds without writing: one write to queue,
+ *   one to release, whatever the number of waiters, and waiters are served in ticket order across
+ *   processes. The item holds two counters, never a list, so no write or read grows with the queue.
+ * - While queued, the waiter reads the item when the release its turn depends on is due, from
+ *   its position and how long this key's holders keep it: a few reads per acquisition.
+ * - A holder, or a promoted waiter, that stays silent for its lease on this host's monotonic
+ *   clock is passed (no wall clocks compared): waiters that see it stall answer a roll call, and the
+ *   write that passes it goes to the first live one, past any number of dead tickets at once.
+ * - A caller that gives up leaves its ticket to the next caller of this process for the key, or
+ *   keeps it quietly and releases the lock as soon as it is served, so the line never waits on it.
  */
 export class RemoteAcquisition {
   private current: LockRecord | undefined;
   private known = false;
-  /** The record version being watched, its lease, and when this process first saw it (kept in the key's history). */
+  /** Queue up at once: the key was just seen busy (a free attempt would be a failed write). */
+  private enqueueFirst = false;
+  /** The version being watched, its lease, and when this process first saw it (kept in the key's history). */
   private observed: RecordObservation | undefined;
-  private holderToken: string | undefined;
+  /** This process's ticket: its place in line, while it can still be served. */
+  private ticket: number | undefined;
+  /** An enqueue of this waiter was sent: the item's `tailToken` names it when it took the last ticket. */
+  private enqueued = false;
+  /** The version this waiter answered the roll call of. */
+  private markedAlive: string | undefined;
+  private holderId: string | undefined;
+  private holderHead: number | undefined;
   private holderSince = 0;
-  /** This waiter's index in the item's queue, when queued. */
-  private queuedAt: number | undefined;
   /**
-   * Send time of the last request whose answer showed another owner. Until one was answered, no
-   * write of this acquisition can have put the waiter's token in the item before it started.
+   * The earliest time a write may have made this waiter the holder: the send time of the last
+   * answer that showed another holder, or of the enqueue that found the lock free.
    */
   private lastNotMineAt = monotonicNow();
   /** How the lock was granted by a write answered too late to trust its lease (see {@link loop}). */
   private grantedVia: AcquiredVia | undefined;
+  /** This acquisition passed a silent holder and left the lock free: its next grant is a takeover. */
+  private passedHolder = false;
   private uncertain = false;
+  /** The caller gave up and nobody of this process took the ticket over: served, it releases at once. */
+  private quiet = false;
   private retryMs = RETRY_MIN_MS;
   private pollStreak = 0;
   private rttMs = 2;
@@ -73,12 +104,17 @@ export class RemoteAcquisition {
 
   constructor(
     private readonly host: AcquisitionHost,
-    private readonly waiter: Waiter,
+    private waiter: Waiter,
   ) {
     this.observed = host.history.observation(waiter.storedKey);
     // A write of this waiter before this acquisition (a hand-over) may hold the item already:
     // whatever ends the acquisition, clean-up looks.
     this.uncertain = waiter.uncertainSince !== undefined;
+  }
+
+  /** The caller served: the one this acquisition started for, or a later one that took over its ticket. */
+  get served(): Waiter {
+    return this.waiter;
   }
 
   /** Runs until the lock is held, the wait ends (busy error) or the caller gives up. */
@@ -94,87 +130,118 @@ export class RemoteAcquisition {
 
   private async loop(): Promise<HeldLease> {
     const { waiter, host } = this;
-    if (host.history.probablyBusy(waiter.storedKey, monotonicNow()) && waiter.deadline > waiter.startedAt) {
-      this.known = true;
-      this.current = { key: waiter.storedKey, token: '?', queue: [] };
-    }
+    this.enqueueFirst = host.history.probablyBusy(waiter.storedKey, monotonicNow()) && waiter.deadline > waiter.startedAt;
     for (;;) {
-      waiter.cancel.signal.throwIfAborted();
-      if (this.known && this.current?.token === waiter.token) {
-        const promoted = await this.confirmPromotion(this.current);
-        if (promoted) return promoted;
+      this.checkCaller();
+      const mine = this.heldByMe();
+      if (mine) {
+        const held = await this.confirm(mine);
+        if (held) return held;
         continue;
       }
       const step = this.nextStep();
       if (step.kind === 'wait') {
-        await sleep(this.pollDelay(), waiter.cancel.signal);
+        await this.pause(this.pollDelay());
         await this.read();
         continue;
       }
-      const sentAt = monotonicNow();
-      const result = await this.request(() =>
-        this.sendWrite(sentAt, () =>
-          step.kind === 'enqueue'
-            ? host.store.enqueue(writeOf(waiter))
-            : host.store.acquire({ ...writeOf(waiter), condition: step.condition, queuedAt: step.queuedAt }),
-        ),
-      );
-      // Taken over: no longer an orphan (a failed attempt keeps the mark for the next one).
-      if (result?.ok && step.kind === 'write' && step.condition.kind === 'handover')
-        host.history.dropOrphan(waiter.storedKey, step.condition.fromToken);
-      if (result?.ok && step.kind === 'write' && step.condition.kind === 'takeover' && step.condition.holder)
-        host.history.dropOrphan(waiter.storedKey, step.condition.holder);
-      if (result?.ok && step.kind === 'write') {
-        const via = step.via ?? VIA[step.condition.kind];
-        // The write set a new record version, so the lease counts from when it was sent. When the
-        // answer took so long (the SDK's own retries, a slow server) that half of it is gone, the
-        // next turn renews it with one heartbeat before the caller gets it, or finds it taken.
-        if (this.fresh(sentAt, result.record)) return host.hold(waiter, result.record, sentAt, via);
-        this.grantedVia = via;
+      if (step.kind === 'mark-alive') {
+        await this.markAlive();
+        continue;
       }
-      // Queued behind the holder its answer showed.
-      if (result?.ok && step.kind === 'enqueue') host.noteWaiting(waiter);
-      // Servers that do not return the blocking item (dynalite) need a read.
-      if (result && !result.ok && !result.current) await this.read();
+      if (step.kind === 'enqueue') {
+        await this.enqueue();
+        continue;
+      }
+      const held = await this.write(step);
+      if (held) return held;
     }
   }
 
   /**
-   * A release handed the lock to this waiter, on the short claim lease and without its data
-   * (the manager writes both right after, when the holder's heartbeats would not). Its lease
-   * counts from before the last answer that still showed another owner; when much of it is gone
-   * already (a slow poll, a pause), one heartbeat first makes it fresh, or shows it was taken over.
+   * When the caller gave up: a later caller of this process takes the ticket over, or the
+   * acquisition goes on quietly (its ticket is served, then released at once); without a ticket it
+   * ends. At shutdown it ends whatever it holds.
    */
-  private async confirmPromotion(record: LockRecord): Promise<HeldLease | undefined> {
-    const { waiter } = this;
-    const via = this.grantedVia ?? 'promotion';
-    if (this.fresh(this.validFrom(), record)) return this.host.hold(waiter, record, this.validFrom(), via);
+  private checkCaller(): void {
+    this.host.closing.throwIfAborted();
+    if (!this.waiter.cancel.signal.aborted) return;
+    if (this.ticket === undefined) this.waiter.cancel.signal.throwIfAborted();
+    // A caller whose own token may be in the item (a write of unknown outcome) keeps the ticket.
+    const next = this.waiter.uncertainSince === undefined ? this.host.nextWaiter(this.waiter.storedKey) : undefined;
+    if (next && next !== this.waiter) {
+      this.waiter = next;
+      this.quiet = false;
+      this.grantedVia = undefined;
+      this.pollStreak = 0;
+      this.host.noteWaiting(next);
+      return;
+    }
+    this.quiet = true;
+  }
+
+  /** Sleeps; a caller giving up meanwhile ends it early (then {@link checkCaller} decides). */
+  private async pause(ms: number): Promise<void> {
+    try {
+      await sleep(ms, this.quiet ? this.host.closing : this.waiter.cancel.signal);
+    } catch (error) {
+      if (this.host.closing.aborted || this.ticket === undefined) throw error;
+    }
+  }
+
+  /** Whether the last view shows this waiter holding: by its token, or as the promoted owner of the ticket served. */
+  private heldByMe(): 'token' | 'ticket' | undefined {
+    const { current } = this;
+    if (!this.known || !current) return undefined;
+    if (current.token === this.waiter.token) return 'token';
+    if (this.ticket !== undefined && current.token === undefined && current.head === this.ticket && isHeld(current)) return 'ticket';
+    return undefined;
+  }
+
+  /**
+   * The last view shows this waiter holding. Its lease counts from the earliest write that could
+   * have granted it; when much of it is gone already (a slow answer, a pause), one heartbeat first
+   * makes it fresh or shows it was passed. A promoted waiter holds without writing on the claim
+   * lease (its heartbeats write its token and own lease), unless it renews by hand or has data:
+   * then it writes them before the caller gets the lock, so the item shows them while it is held.
+   */
+  private async confirm(kind: 'token' | 'ticket'): Promise<HeldLease | undefined> {
+    const { waiter, host, current } = this;
+    const record = current!;
+    const via = this.grantedVia ?? (kind === 'ticket' ? 'promotion' : this.passedHolder ? 'takeover' : 'free');
+    const leaseMs = kind === 'ticket' ? Math.min(CLAIM_LEASE_MS, waiter.leaseMs) : Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
+    const mustWrite = kind === 'ticket' && (!waiter.heartbeat || waiter.data !== undefined);
+    const from = this.validFrom();
+    if (!mustWrite && from + leaseMs / 2 > monotonicNow()) return host.hold(waiter, record, from, via, leaseMs);
     const sentAt = monotonicNow();
     const result = await this.request(() =>
-      this.sendWrite(sentAt, () => this.host.store.heartbeat(waiter.storedKey, waiter.token, waiter.leaseMs, waiter.leaseMs, waiter.data)),
+      this.sendWrite(sentAt, () =>
+        host.store.heartbeat({
+          key: waiter.storedKey,
+          holding: { token: waiter.token, ticket: this.ticket },
+          owner: waiter.owner,
+          leaseMs: waiter.leaseMs,
+          ttlLeaseMs: waiter.leaseMs,
+          data: waiter.data,
+        }),
+      ),
     );
-    if (result?.ok) return this.host.hold(waiter, result.record, sentAt, via);
-    // Taken or gone: whatever grants the lock later is not that write.
+    if (result?.ok) return host.hold(waiter, result.record, sentAt, via, waiter.leaseMs);
+    // Passed or gone: whatever grants the lock later is not that write.
     if (result) this.grantedVia = undefined;
-    // Not ours any more: a server that does not return the item needs a read, or the view would
-    // still show this waiter as the holder and the loop would try again at once.
+    // A server that does not return the item needs a read, or the view would still show this
+    // waiter as the holder and the loop would try again at once.
     if (result && !result.current) await this.read();
     return undefined;
   }
 
   /**
-   * The earliest time a write of this waiter may have put its token in the item: the last answer
-   * that showed another owner, or an earlier write whose outcome is unknown (a lost response, a
+   * The earliest time a write of this waiter may have made it the holder: the last answer that
+   * showed another holder, or an earlier write whose outcome is unknown (a lost answer, a
    * hand-over that failed that way). A lease found in the item counts from then.
    */
   private validFrom(): number {
     return Math.min(this.lastNotMineAt, this.waiter.uncertainSince ?? Number.POSITIVE_INFINITY);
-  }
-
-  /** Whether a lease counted from `from` still has more than half of it left. */
-  private fresh(from: number, record: LockRecord): boolean {
-    const leaseMs = Math.min(record.leaseMs ?? this.waiter.leaseMs, this.waiter.leaseMs);
-    return from + leaseMs / 2 > monotonicNow();
   }
 
   /** Sends a write carrying the waiter's token; one that fails may still have been applied. */
@@ -192,48 +259,114 @@ export class RemoteAcquisition {
   /** Decides the next request from the last view of the item. */
   private nextStep(): Step {
     const { waiter, current } = this;
+    if (!this.known || !current) return { kind: this.enqueueFirst ? 'enqueue' : 'free' };
+    if (!isHeld(current)) return { kind: 'free' };
     const now = monotonicNow();
     // Seen unchanged for a whole lease, by this call or an earlier one of this process (a single
-    // attempt too): its holder (or the queue's head) is gone.
+    // attempt too): its holder, or a promoted waiter that never wrote, is gone.
     if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
-      // The record did not change for a whole lease: its holder (or the queue's head) is gone.
-      // Without a holder (a queue head that never claimed the lock) there is no previous holder to report.
-      if (this.observed.holder === undefined) waiter.holder = undefined;
-      // A single attempt may take over what an earlier call saw: that is the previous holder.
-      else waiter.holder ??= this.observed.holderInfo;
-      return {
-        kind: 'write',
-        condition: { kind: 'takeover', rvn: this.observed.rvn, holder: this.observed.holder },
-        queuedAt: this.queuedAt,
-      };
+      // A single attempt may pass what an earlier call saw: that is the previous holder.
+      waiter.holder ??= this.observed.holderInfo;
+      return this.skipStep(current);
     }
-    if (!this.known || !current) return { kind: 'write', condition: { kind: 'free' } };
     const orphanRvn = current.token ? this.host.history.orphanAt(waiter.storedKey, current.token, current.rvn) : undefined;
     if (current.token && orphanRvn !== undefined) {
-      // Our own token that no caller holds (a lease that ran out, a failed release, an abandoned
-      // waiter): take it over now.
-      // A lease that was handed out is taken only at the version this process left: renewed since
-      // (a lease id renewed elsewhere), it is a live holder, watched like any other.
-      const condition: AcquireCondition =
-        orphanRvn === null ? { kind: 'handover', fromToken: current.token } : { kind: 'takeover', rvn: orphanRvn, holder: current.token };
-      return { kind: 'write', condition, queuedAt: this.queuedAt, via: 'takeover' };
+      // Our own token that no caller holds (a lease that ran out, a failed release, a late
+      // hand-over): take it now. A lease that was handed out is taken only at the version this
+      // process left: renewed since (a lease id renewed elsewhere), it is a live holder.
+      return orphanRvn === null ? { kind: 'handover', from: current.token } : this.skipStep(current);
     }
-    if (!current.token) {
-      if (current.queue.length === 0) return { kind: 'write', condition: { kind: 'free' } };
-      if (this.queuedAt === 0) return { kind: 'write', condition: { kind: 'head' }, queuedAt: 0 };
+    if (this.ticket === undefined) {
+      // Checked before queueing: a single attempt, or a wait that is over, does not take a ticket.
+      if (now >= waiter.deadline) throw this.host.busyError(waiter);
+      return { kind: 'enqueue' };
     }
-    // Checked before polling: a waiter let past its deadline for a late answer polls no more.
-    if (now >= waiter.deadline) throw this.host.busyError(waiter);
-    if (this.queuedAt !== undefined) return { kind: 'wait' };
-    return { kind: 'enqueue' };
+    if (this.shouldMarkAlive(now, current)) return { kind: 'mark-alive' };
+    return { kind: 'wait' };
+  }
+
+  /** Passing the holder: to the smallest ticket that answered the roll call, this waiter's own, or the next one. */
+  private skipStep(current: LockRecord): Step {
+    const candidate = Math.min(current.live ?? Number.POSITIVE_INFINITY, this.ticket ?? Number.POSITIVE_INFINITY);
+    const target = Number.isFinite(candidate) ? candidate : (current.head ?? 0) + 1;
+    return { kind: 'skip', target, mine: target === this.ticket };
+  }
+
+  /** Whether to answer the roll call: the head stalled for half its lease and no smaller ticket answered. */
+  private shouldMarkAlive(now: number, current: LockRecord): boolean {
+    const { observed, ticket } = this;
+    if (!observed || ticket === undefined || observed.version === this.markedAlive) return false;
+    if (current.live !== undefined && current.live <= ticket) return false;
+    return now - observed.at >= observed.leaseMs / 2;
+  }
+
+  /** Takes a ticket. The answer shows the line: this waiter holds already when its ticket is served. */
+  private async enqueue(): Promise<void> {
+    const { waiter, host } = this;
+    const sentAt = monotonicNow();
+    this.enqueued = true;
+    const result = await this.request(() => host.store.enqueue({ key: waiter.storedKey, token: waiter.token }));
+    if (!result) return;
+    if (!result.ok && !result.current) {
+      await this.read();
+      return;
+    }
+    if (this.ticket === undefined) return;
+    if (this.current?.head === this.ticket) {
+      // The lock was free: this ticket is served from the enqueue itself.
+      this.lastNotMineAt = Math.max(this.lastNotMineAt, sentAt);
+      this.grantedVia = this.passedHolder ? 'takeover' : 'free';
+    } else host.noteWaiting(waiter);
+  }
+
+  /** Answers the roll call of the stalled head with this waiter's ticket. */
+  private async markAlive(): Promise<void> {
+    const { waiter, host, current, observed } = this;
+    this.markedAlive = observed?.version;
+    const result = await this.request(() => host.store.markAlive(waiter.storedKey, current?.rvn ?? '', this.ticket ?? 0), 'none');
+    if (result?.ok && current) this.current = { ...current, live: this.ticket };
+  }
+
+  /** A write that may grant the lock: free, taking back an orphan, or passing a silent holder. */
+  private async write(step: Extract<Step, { kind: 'free' | 'handover' | 'skip' }>): Promise<HeldLease | undefined> {
+    const { waiter, host, current } = this;
+    const sentAt = monotonicNow();
+    const result = await this.request(() =>
+      this.sendWrite(sentAt, () => {
+        if (step.kind === 'free') return host.store.acquire({ ...writeOf(waiter), condition: { kind: 'free' } });
+        if (step.kind === 'handover')
+          return host.store.acquire({ ...writeOf(waiter), condition: { kind: 'handover', from: { token: step.from } } });
+        return host.store.skip({
+          key: waiter.storedKey,
+          rvn: current?.rvn ?? '',
+          live: current?.live,
+          target: step.target,
+          holder: step.mine ? { token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data } : undefined,
+        });
+      }),
+    );
+    if (result?.ok && step.kind !== 'free' && current?.token) host.history.dropOrphan(waiter.storedKey, current.token);
+    if (result?.ok && step.kind === 'skip' && !isHeld(result.record)) this.passedHolder = true;
+    if (result?.ok && result.record.token === waiter.token) {
+      const via: AcquiredVia = step.kind === 'free' ? (this.passedHolder ? 'takeover' : 'free') : 'takeover';
+      // The write set a new record version, so the lease counts from when it was sent. When the
+      // answer took so long (the SDK's own retries, a slow server) that half of it is gone, the
+      // next turn renews it with one heartbeat before the caller gets it, or finds it taken.
+      if (sentAt + waiter.leaseMs / 2 > monotonicNow()) return host.hold(waiter, result.record, sentAt, via, waiter.leaseMs);
+      this.grantedVia = via;
+    }
+    // Servers that do not return the blocking item (dynalite) need a read.
+    if (result && !result.ok && !result.current) await this.read();
+    return undefined;
   }
 
   /**
-   * Sends one request and takes in what its answer shows. Transient errors are retried here with
-   * backoff until the deadline; a write that failed that way may have been applied, which a later
-   * view reveals (our token in the item).
+   * Sends one request and takes in what its answer shows (`answer`: the item written or blocking
+   * the write, the item read, or nothing on success). Transient errors are retried here with
+   * backoff until the deadline (for ever, quietly, while a ticket is kept for nobody); a write
+   * that failed that way may have been applied, which a later view reveals.
    */
-  private async request(send: () => Promise<WriteResult>, isRead = false): Promise<WriteResult | undefined> {
+  private async request(send: () => Promise<WriteResult>, answer: 'item' | 'read' | 'none' = 'item'): Promise<WriteResult | undefined> {
     const sentAt = monotonicNow();
     try {
       const result = await send();
@@ -241,21 +374,23 @@ export class RemoteAcquisition {
       this.retryMs = RETRY_MIN_MS;
       // Answered: whatever failed before is over (callers behind this one are not in an outage).
       this.waiter.lastError = undefined;
-      if (result.ok) this.see(result.record, sentAt);
-      else if (result.current || isRead) this.see(result.current, sentAt);
+      // A write that asks for nothing back ('none') answers a success with the key alone.
+      if (result.ok && answer !== 'none') this.see(result.record, sentAt);
+      else if (!result.ok && (result.current || answer === 'read')) this.see(result.current, sentAt);
       return result;
     } catch (error) {
       if (!isTransientError(error)) throw error;
       this.uncertain = true;
       this.waiter.lastError = error;
-      if (monotonicNow() >= this.waiter.deadline) throw this.host.deadlineError(this.waiter);
-      const pause = Math.round(Math.min(jitter(this.retryMs), Math.max(0, this.waiter.deadline - monotonicNow())));
+      const deadline = this.quiet ? Number.POSITIVE_INFINITY : this.waiter.deadline;
+      if (monotonicNow() >= deadline) throw this.host.deadlineError(this.waiter);
+      const pause = Math.round(Math.min(jitter(this.retryMs), Math.max(0, deadline - monotonicNow())));
       this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, pause));
       this.host.emit(
         { type: 'retry', key: this.waiter.key, owner: this.waiter.owner, operation: 'acquire', error, delayMs: pause },
         this.waiter.trace,
       );
-      await sleep(pause, this.waiter.cancel.signal);
+      await this.pause(pause);
       this.retryMs = nextRetryMs(this.retryMs);
       return undefined;
     }
@@ -263,79 +398,119 @@ export class RemoteAcquisition {
 
   /** One strongly consistent read of the item, taken into the view. */
   private read(): Promise<WriteResult | undefined> {
-    return this.request(() => this.host.store.read(this.waiter.storedKey).then((current) => ({ ok: false as const, current })), true);
+    return this.request(() => this.host.store.read(this.waiter.storedKey).then((current) => ({ ok: false as const, current })), 'read');
   }
 
-  /** Updates the view: queue position, watched record version, holder changes and their timing. */
+  /** Updates the view: this waiter's ticket, the watched version, holder changes and their timing. */
   private see(record: LockRecord | undefined, sentAt: number): void {
     const now = monotonicNow();
     const { waiter, host } = this;
-    this.current = record ?? { key: waiter.storedKey, queue: [] };
+    const current = record ?? { key: waiter.storedKey };
+    this.current = current;
     this.known = true;
-    const index = this.current.queue.findIndex((entry) => entry.token === waiter.token);
-    this.queuedAt = index < 0 ? undefined : index;
-    const holder = this.current.token;
-    if (holder === waiter.token) {
+    // The last ticket taken is this waiter's (a retried enqueue learns it from the item too).
+    if (this.ticket === undefined && this.enqueued && current.tailToken === waiter.token && current.tail !== undefined) {
+      this.ticket = current.tail - 1;
+      this.enqueued = false;
+    }
+    // Passed without being served (a dead-ticket roll call it missed, an item deleted): queue anew.
+    if (this.ticket !== undefined && (current.head === undefined || current.head > this.ticket)) this.ticket = undefined;
+    if (this.heldByMe()) {
       this.observed = undefined;
       host.history.forgetObservation(waiter.storedKey);
       return;
     }
     this.lastNotMineAt = sentAt;
-    if (holder) {
-      waiter.holder = { owner: this.current.owner, fencingToken: this.current.fencingToken, leaseDuration: this.current.leaseMs };
+    const held = isHeld(current);
+    const holderId = current.token ?? (held ? `ticket ${current.head}` : undefined);
+    if (held) {
+      waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs ?? CLAIM_LEASE_MS };
       host.history.recordBusy(waiter.storedKey, now);
     }
-    if (holder !== this.holderToken) {
-      // The change happened between the previous answer and this one; when the previous holder's
-      // start is known, it most likely ended one usual hold later.
-      const estimate = this.holdEstimate();
-      this.holderSince = this.changeTime(now, estimate);
-      this.holderToken = holder;
+    if (holderId !== this.holderId) {
+      this.holderSince = this.changeTime(now, current.head);
+      this.holderId = holderId;
+      this.holderHead = current.head;
       this.pollStreak = 0;
     }
     this.lastAnswerAt = now;
-    if (holder) {
+    if (held) {
       // For the busy error: when this holder will likely release (a hint for callers' retries).
       const estimate = this.holdEstimate();
       waiter.expectedReleaseAt = estimate === undefined ? undefined : Math.max(now, this.holderSince + estimate);
     }
-    // A free lock with a queue waits for the queue's head; if the head never takes it (a waiter
-    // that died), the others go ahead after a claim lease.
-    const watched = holder || this.current.queue.length > 0 ? this.current.rvn : undefined;
-    if (watched === undefined) {
+    if (!held || current.rvn === undefined) {
       this.observed = undefined;
       host.history.forgetObservation(waiter.storedKey);
-    } else {
-      const leaseMs = holder ? (this.current.leaseMs ?? host.options.leaseMs) : CLAIM_LEASE_MS;
-      this.observed = host.history.observe(waiter.storedKey, watched, leaseMs, holder, now, holder ? waiter.holder : undefined);
+      return;
     }
+    // A holder that wrote promised its lease; a promoted waiter that has not written, the claim lease.
+    const leaseMs = current.token ? (current.leaseMs ?? host.options.leaseMs) : CLAIM_LEASE_MS;
+    this.observed = host.history.observe(
+      waiter.storedKey,
+      {
+        version: `${current.rvn}/${current.head ?? ''}/${current.token ?? ''}`,
+        rvn: current.rvn,
+        leaseMs,
+        holder: holderId,
+        holderInfo: waiter.holder,
+      },
+      now,
+    );
   }
 
   /**
-   * When the holder seen at `now` most likely took over: unknown for the first holder seen (now);
-   * one usual hold after the previous holder's start when that is known; else halfway between the
-   * previous answer and this one.
+   * When the holder seen at `now` most likely took over: now for the first holder seen; else one
+   * usual hold after the previous holder's start, and a usual cycle more for each ticket served in
+   * between; halfway between the previous answer and this one when nothing is known.
    */
-  private changeTime(now: number, estimate: number | undefined): number {
-    if (this.holderToken === undefined) return now;
+  private changeTime(now: number, head: number | undefined): number {
+    if (this.holderId === undefined) return now;
+    const estimate = this.holdEstimate();
     if (estimate === undefined) return (this.lastAnswerAt + now) / 2;
-    return Math.min(now, Math.max(this.lastAnswerAt, this.holderSince + estimate));
+    const served = head !== undefined && this.holderHead !== undefined ? Math.max(1, head - this.holderHead) : 1;
+    const started = this.holderSince + estimate + (served - 1) * this.cycleMs(estimate) + this.rttMs;
+    return Math.min(now, Math.max(this.lastAnswerAt, started));
+  }
+
+  /** A turn of the line: a usual hold, the release write, and the next holder's read that finds it. */
+  private cycleMs(hold: number): number {
+    return hold + 2.5 * this.rttMs;
   }
 
   /**
-   * How long to wait before the next poll: until the release this waiter's turn depends on is
-   * expected (from the key's usual hold time), then briefly and growing while it is overdue;
-   * never past the takeover check or the deadline.
+   * How long to wait before the next read. Next in line: until the holder's release is due, then
+   * briefly and growing while it is overdue. Further back: until the waiter ahead is served, which
+   * the position in line and the usual cycle tell. Never past the roll call or the pass of a head
+   * that stalls, nor past the deadline.
    */
   private pollDelay(): number {
     const now = monotonicNow();
-    const estimate = this.holdEstimate();
-    let delay: number;
-    const expected = estimate === undefined ? undefined : this.holderSince + estimate * ((this.queuedAt ?? 0) + 1) - this.rttMs;
-    if (expected !== undefined && expected - now > POLL_MIN_MS && this.pollStreak === 0) delay = expected - now;
-    else delay = (estimate === undefined ? FIRST_POLL_MS : POLL_MIN_MS) * POLL_GROWTH ** this.pollStreak++;
-    if (this.observed) delay = Math.min(delay, Math.max(0, this.observed.at + this.observed.leaseMs - now));
-    return Math.max(0, Math.min(delay, this.host.options.maxPollMs, this.waiter.deadline - now));
+    const hold = this.holdEstimate();
+    const head = this.current?.head;
+    const position = this.ticket !== undefined && head !== undefined ? this.ticket - head : 1;
+    const { maxPollMs } = this.host.options;
+    let delay: number | undefined;
+    if (hold !== undefined && this.pollStreak === 0) {
+      // This ticket is served by the release of the waiter ahead: the holder's, then one turn of
+      // the line per ticket in between. The read aims just after it lands (a read too early costs
+      // one more); far off, a first read at four fifths of the way measures the line's pace again.
+      const turn = this.holderSince + hold + (position - 1) * this.cycleMs(hold) + this.rttMs / 2;
+      const away = turn - now;
+      if (away > 4 * this.cycleMs(hold)) delay = 0.8 * away;
+      else if (away > POLL_MIN_MS) delay = position <= 1 ? Math.min(away, maxPollMs) : away;
+    }
+    if (delay === undefined) {
+      const cap = position <= 1 ? Math.min(NEXT_IN_LINE_POLL_MS, maxPollMs) : maxPollMs;
+      delay = Math.min(cap, (hold === undefined ? FIRST_POLL_MS : POLL_MIN_MS) * POLL_GROWTH ** this.pollStreak++);
+    }
+    const { observed } = this;
+    if (observed) {
+      const rollCall = this.ticket !== undefined && observed.version !== this.markedAlive ? observed.leaseMs / 2 : observed.leaseMs;
+      delay = Math.min(delay, Math.max(0, observed.at + rollCall - now));
+    }
+    if (!this.quiet) delay = Math.min(delay, this.waiter.deadline - now);
+    return Math.max(0, delay);
   }
 
   /** How long holders of this key usually keep it: learned here, or as the last holder wrote it. */
@@ -344,35 +519,33 @@ export class RemoteAcquisition {
   }
 
   /**
-   * After a failure or cancellation: leaves the item's queue, so no release promotes a waiter
-   * that is gone. If the lock was handed to this waiter meanwhile, returns it (the manager then
-   * passes it on).
+   * After a failure, a shutdown or a caller that gave up without a ticket: if a write of unknown
+   * outcome or the ticket made this waiter the holder meanwhile, returns the lock (the manager
+   * passes it on), or gives it back at once when half its lease is gone. A ticket that is still
+   * waiting is left to be passed by the others (at shutdown only: a caller that gives up keeps it).
    */
   private async cleanUp(): Promise<HeldLease | undefined> {
-    if (this.queuedAt === undefined && !this.uncertain) return undefined;
+    if (this.ticket === undefined && !this.uncertain) return undefined;
     const { store } = this.host;
     const { waiter } = this;
-    // The token may still be promoted (or hold the lock) while no caller waits for it.
+    // The token may hold the lock while no caller waits for it.
     this.host.history.addOrphan(waiter.storedKey, waiter.token);
     try {
-      for (let attempt = 0; attempt < 5; attempt++) {
-        const sentAt = monotonicNow();
-        const record = await store.read(waiter.storedKey);
-        if (record?.token === waiter.token) {
-          // Promoted meanwhile: held on the claim lease as it is (the manager passes it on), unless
-          // the caller would get it with half of its lease gone: then it is given back at once.
-          if (waiter.settled || this.fresh(this.validFrom(), record)) return this.host.hold(waiter, record, this.validFrom(), 'promotion');
-          await store.release(waiter.storedKey, waiter.token, waiter.leaseMs);
-          return undefined;
-        }
+      const sentAt = monotonicNow();
+      const record = await store.read(waiter.storedKey);
+      this.current = record;
+      this.known = true;
+      const mine = this.heldByMe();
+      if (!mine) {
         this.lastNotMineAt = sentAt;
-        const index = record?.queue.findIndex((entry) => entry.token === waiter.token) ?? -1;
-        // Out of the queue. The token stays marked: a copy of its enqueue still in flight could put
-        // it back and have it promoted, and this process then takes it back at once.
-        if (index < 0 || (await store.leave(waiter.storedKey, waiter.token, index)).ok) return undefined;
+        return undefined;
       }
+      const leaseMs = mine === 'ticket' ? Math.min(CLAIM_LEASE_MS, waiter.leaseMs) : Math.min(record?.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
+      const from = this.validFrom();
+      if (waiter.settled || from + leaseMs / 2 > monotonicNow()) return this.host.hold(waiter, record!, from, 'promotion', leaseMs);
+      await store.release(waiter.storedKey, { token: waiter.token, ticket: this.ticket }, waiter.leaseMs);
     } catch {
-      // Best effort: a waiter left in the queue is skipped one lease after it is promoted.
+      // Best effort: a ticket left behind is passed by the others after one claim lease.
     }
     return undefined;
   }

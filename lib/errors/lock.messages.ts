@@ -33,7 +33,7 @@ export const DATA_NOT_SERIALIZABLE = (key: string, reason: string) =>
   `Lock data for "${truncate(key)}" must be JSON-serialisable: ${reason}.`;
 
 export const DATA_TOO_LARGE = (key: string, bytes: number, max: number) =>
-  `Lock data for "${truncate(key)}" is ${bytes} bytes as JSON; at most ${max} bytes fit in a DynamoDB item next to the lock's own attributes. Store a reference (an id or URL) instead of the payload.`;
+  `Lock data for "${truncate(key)}" is ${bytes} bytes as JSON; at most ${max} bytes are allowed, so that every lock write stays within one or two DynamoDB write units. Store a reference (an id or URL) instead of the payload.`;
 
 export const HEARTBEAT_NOT_BELOW_LEASE = (heartbeatMs: number, leaseMs: number) =>
   `heartbeatInterval (${heartbeatMs} ms) must be shorter than leaseDuration (${leaseMs} ms); a third of the lease is a good choice and is the default.`;

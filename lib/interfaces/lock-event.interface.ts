@@ -6,10 +6,8 @@ export type AcquiredVia =
   | 'free'
   /** A local holder handed it over on release (same process). */
   | 'handover'
-  /** A holder in another process promoted this waiter, the head of the item's queue, on release. */
+  /** A holder in another process released it to this waiter, next in line (the release served its ticket). */
   | 'promotion'
-  /** It was free and this waiter was the head of the queue. */
-  | 'queue-head'
   /**
    * The previous holder stopped renewing it for a whole lease and was taken over; or its lease
    * was one of this process that ran out (or whose release failed), taken back at once.

@@ -39,5 +39,15 @@ export { type Duration, parseDuration } from '../utils/duration';
 export { createLockTable, ensureLockTable, type EnsureTableOptions } from '../store/lock-table';
 export type { LockStorePort } from '../store/lock-store.interface';
 export { MemoryLockStore } from '../store/memory-lock.store';
-export type { LockRecord, QueuedWaiter } from '../store/lock-record';
-export type { AcquireCondition, AcquireWrite, QueueWrite, StoreHealth, TableHealth, WriteResult } from '../store/lock-store.protocol';
+export type { LockRecord } from '../store/lock-record';
+export type {
+  AcquireCondition,
+  AcquireWrite,
+  HeartbeatWrite,
+  Holding,
+  SkipWrite,
+  StoreHealth,
+  TableHealth,
+  TicketWrite,
+  WriteResult,
+} from '../store/lock-store.protocol';

@@ -31,13 +31,19 @@ export const ATTR = {
   /** Expiry for DynamoDB TTL, in epoch seconds; garbage collection only. */
   ttl: 'ttl',
   /**
-   * Waiters from other processes, in arrival order: a list of maps with the same attribute
-   * names as the lock (`token`, `owner`, `leaseMs`, `data`), so a release can promote the head
-   * in the same write.
+   * Ticket now served: the holder's place in line. Every waiter of another process takes a ticket
+   * (`tail`) and holds the lock once `head` reaches it; a release moves `head` on by one.
    */
-  queue: 'queue',
-  /** String set of the queued tokens, so a retried enqueue cannot add a waiter twice. */
-  queued: 'queued',
+  head: 'head',
+  /** Next ticket to hand out. The lock is free when `head` = `tail`: nobody holds or waits. */
+  tail: 'tail',
+  /** Token of the last ticket taken, so a retried enqueue does not take a second one. */
+  tailToken: 'tailToken',
+  /**
+   * Roll call while the head stalls: the smallest ticket whose waiter said it is alive. The write
+   * that passes a dead head goes straight to it, past every dead ticket in between.
+   */
+  live: 'live',
 } as const;
 
 /** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key`, ... */
@@ -58,14 +64,30 @@ export interface LockRecord {
   lastHoldMs?: number;
   /** Token of the last release (or promotion) of this item. */
   released?: string;
-  /** Tokens of the waiters queued in the item, head first. */
-  queue: QueuedWaiter[];
+  /** Ticket now served (absent on items never locked by a waiter of another process). */
+  head?: number;
+  /** Next ticket to hand out; the lock is free when it equals `head`. */
+  tail?: number;
+  /** Token of the last ticket taken. */
+  tailToken?: string;
+  /** Smallest ticket that answered the roll call of a stalled head. */
+  live?: number;
 }
 
-/** A waiter recorded in a lock item's queue. */
-export interface QueuedWaiter {
-  token: string;
-  owner?: string;
+/**
+ * Whether a record shows the lock held: by the token it carries, or by the waiter whose ticket
+ * `head` serves (a waiter promoted by a release holds before it writes its token).
+ */
+export function isHeld(record: LockRecord | undefined): boolean {
+  if (!record) return false;
+  if (record.token !== undefined) return true;
+  return record.head !== undefined && record.tail !== undefined && record.head < record.tail;
+}
+
+/** Tickets taken behind the one now served: waiters of other processes (some may have died). */
+export function ticketsWaiting(record: LockRecord | undefined): number {
+  if (!record || record.head === undefined || record.tail === undefined) return 0;
+  return Math.max(0, record.tail - record.head - 1);
 }
 
 /** Converts a DynamoDB item into a {@link LockRecord}. */
@@ -82,10 +104,10 @@ export function toLockRecord(item: Record<string, AttributeValue>): LockRecord {
     data: item[ATTR.data]?.S || undefined,
     released: item[ATTR.released]?.S,
     lastHoldMs: num(item[ATTR.lastHold]),
-    queue: (item[ATTR.queue]?.L ?? []).map((entry) => ({
-      token: entry.M?.[ATTR.token]?.S ?? '',
-      owner: entry.M?.[ATTR.owner]?.S,
-    })),
+    head: num(item[ATTR.head]),
+    tail: num(item[ATTR.tail]),
+    tailToken: item[ATTR.tailToken]?.S,
+    live: num(item[ATTR.live]),
   };
 }
 

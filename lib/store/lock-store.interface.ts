@@ -1,5 +1,5 @@
 import type { LockRecord } from './lock-record';
-import type { AcquireWrite, QueueWrite, StoreHealth, WriteResult } from './lock-store.protocol';
+import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, StoreHealth, TicketWrite, WriteResult } from './lock-store.protocol';
 
 /**
  * Where lock records live. The DynamoDB store is the product; an in-memory store with the same
@@ -7,18 +7,18 @@ import type { AcquireWrite, QueueWrite, StoreHealth, WriteResult } from './lock-
  * both implementations pass one contract suite.
  */
 export interface LockStorePort {
-  /** Takes the lock when `write.condition` holds (and dequeues the writer when `queuedAt` is set). */
+  /** Takes the lock when `write.condition` holds: free, or handed over by its holder. */
   acquire(write: AcquireWrite): Promise<WriteResult>;
-  /** Appends a waiter to the record's queue while the lock is held or others are queued. */
-  enqueue(waiter: QueueWrite): Promise<WriteResult>;
-  /** Removes a waiter from the queue at `index` if it is still there. */
-  leave(key: string, token: string, index: number): Promise<WriteResult>;
+  /** Takes the next ticket for a waiter (the answer is the item as written: its ticket is `tail - 1`). */
+  enqueue(write: TicketWrite): Promise<WriteResult>;
+  /** Passes a holder whose record version stayed unchanged for its whole lease. */
+  skip(write: SkipWrite): Promise<WriteResult>;
+  /** Answers the roll call of a stalled head with a live waiter's ticket. */
+  markAlive(key: string, rvn: string, ticket: number): Promise<WriteResult>;
   /** Renews a held lock (new record version; new lease unless `undefined`; the holder's data when given). */
-  heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs?: number, data?: string): Promise<WriteResult>;
-  /** Releases a held lock, keeping the fencing counter; `false` when the token did not hold it. `heldMs` is recorded for waiters. */
-  release(key: string, token: string, leaseMs: number, heldMs?: number): Promise<boolean>;
-  /** Releases straight to the head of the queue. `heldMs` is recorded for waiters. */
-  promote(key: string, token: string, leaseMs: number, heldMs?: number): Promise<WriteResult>;
+  heartbeat(write: HeartbeatWrite): Promise<WriteResult>;
+  /** Releases a held lock, serving the next ticket; `false` when `holding` did not hold it. `heldMs` is recorded for waiters. */
+  release(key: string, holding: Holding, leaseMs: number, heldMs?: number): Promise<boolean>;
   /** Reads one record (strongly consistent). */
   read(key: string): Promise<LockRecord | undefined>;
   /** Every held record whose key starts with `prefix`. */

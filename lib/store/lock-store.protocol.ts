@@ -5,19 +5,22 @@
  */
 import type { LockRecord } from './lock-record';
 
+/**
+ * What a holder writes with: its owner token, and the ticket it holds by. A waiter promoted by a
+ * release holds by its ticket (`head` serves it) before its first write puts the token in the item.
+ */
+export interface Holding {
+  token: string;
+  /** The ticket `head` served when this holder got the lock; absent for a lease known only by its id. */
+  ticket?: number;
+}
+
 /** Which state of the item an acquisition write may replace. */
 export type AcquireCondition =
-  /** The item is missing, or released with nobody queued. */
+  /** Nobody holds or waits: no token, and `head` = `tail` (or a new item). */
   | { kind: 'free' }
-  /** The item is released and the writer is the head of its queue (at `index` 0). */
-  | { kind: 'head' }
-  /**
-   * The item still carries the record version a waiter watched for a whole lease; `holder` is the
-   * token it watched, dropped from the queued set so a dead holder's token does not linger there.
-   */
-  | { kind: 'takeover'; rvn: string; holder?: string }
-  /** The item is held by a local holder who hands it straight to the next local waiter. */
-  | { kind: 'handover'; fromToken: string };
+  /** `from` holds it and hands it straight to another caller of its own process. */
+  | { kind: 'handover'; from: Holding };
 
 /** What an acquisition write needs. */
 export interface AcquireWrite {
@@ -27,38 +30,51 @@ export interface AcquireWrite {
   leaseMs: number;
   data?: string;
   condition: AcquireCondition;
-  /** The writer's position in the item's queue, when it is queued: the write also dequeues it. */
-  queuedAt?: number;
+}
+
+/** A waiter taking a ticket: its place in line behind the holder. */
+export interface TicketWrite {
+  key: string;
+  /** Written as `tailToken`, so a retry of this write does not take a second ticket. */
+  token: string;
 }
 
 /**
- * Lease a queued waiter gets when a release promotes it, at most: a waiter that died in the
- * queue then blocks the key this long, not a whole lease. A live one renews to its own lease
- * with its first heartbeat, a third of this after it was promoted.
+ * Passing a holder (or a promoted waiter) that stopped writing: its record version stayed the same
+ * for a whole lease (its claim lease, for a waiter promoted but silent) on the writer's clock.
  */
-export const CLAIM_LEASE_MS = 5_000;
-
-/**
- * Largest lock data (UTF-8 bytes of its JSON) that travels in a queue entry, so that a promotion
- * hands it over in the same write. Larger data would let a long queue outgrow DynamoDB's 400 KB
- * item: a promoted waiter writes it itself, right after.
- */
-export const QUEUED_DATA_MAX_BYTES = 256;
-
-/** A waiter to record in the item's queue. */
-export interface QueueWrite {
+export interface SkipWrite {
   key: string;
-  token: string;
+  /** The record version watched that long. */
+  rvn: string;
+  /** The roll-call register as seen with it (`undefined`: nobody answered). */
+  live: number | undefined;
+  /** The ticket served next: the smallest live one, the writer's own, or the next one. */
+  target: number;
+  /** The writer, when `target` is its own ticket: it holds from this write. */
+  holder?: { token: string; owner: string; leaseMs: number; data?: string };
+}
+
+/** A holder renewing its lease; its first write after a promotion also puts its token in the item. */
+export interface HeartbeatWrite {
+  key: string;
+  holding: Holding;
+  /** Written only when the item names no owner yet (a promoted waiter's first write). */
   owner: string;
-  leaseMs: number;
-  /** Queued only up to 256 bytes (`QUEUED_DATA_MAX_BYTES`). */
+  /** The new lease; `undefined` keeps the stored one. */
+  leaseMs: number | undefined;
+  /** Lease the item's TTL allows for. */
+  ttlLeaseMs: number;
+  /** The holder's data, when it has some to write. */
   data?: string;
 }
 
-/** The data a queue entry carries: small data, else none (an empty string reads as none). */
-export function queuedData(data: string | undefined): string {
-  return data !== undefined && Buffer.byteLength(data, 'utf8') <= QUEUED_DATA_MAX_BYTES ? data : '';
-}
+/**
+ * Lease a waiter promoted by a release holds until it writes, at most: nobody else knows its own
+ * lease yet, so waiters pass a promoted waiter that stays silent this long. A live one renews to
+ * its own lease with its first heartbeat, a third of this after it was promoted.
+ */
+export const CLAIM_LEASE_MS = 5_000;
 
 /** Result of a conditional write. `current` is the item that blocked it, when the server returned it. */
 export type WriteResult = { ok: true; record: LockRecord } | { ok: false; current: LockRecord | undefined };

@@ -14,7 +14,7 @@ import { LockTableError } from '../errors/lock.errors';
 import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../errors/lock.messages';
 import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
-import { type AcquireWrite, CLAIM_LEASE_MS, type QueueWrite, queuedData, type TableHealth, type WriteResult } from './lock-store.protocol';
+import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TableHealth, TicketWrite, WriteResult } from './lock-store.protocol';
 import { ensureLockTable, tableHealth } from './lock-table';
 import { sendWithinLimit } from './timed-request';
 import { isConditionFailure } from './transient-error';
@@ -35,8 +35,6 @@ interface Update {
   key: string;
   set: string[];
   remove?: string[];
-  add?: string[];
-  delete?: string[];
   condition: string;
   values: Record<string, AttributeValue>;
   returnNew?: boolean;
@@ -73,9 +71,11 @@ export class LockStore implements LockStorePort {
   }
 
   /**
-   * Takes the lock in one conditional write: sets the owner token and a new record version,
-   * and raises the fencing counter in the same write. A counter created anew starts from the
-   * current time in microseconds, so it still exceeds every token of an item TTL deleted earlier.
+   * Takes the lock in one conditional write: sets the owner token and a new record version. Free:
+   * nobody holds or waits, and the writer takes ticket `tail` (then served) with the fencing
+   * counter as the last release left it (one above the last holder's). Hand-over: the holder gives
+   * it to another caller of its process, the ticket staying the same, the counter raised by one. A counter created anew starts from the current time in
+   * microseconds, so it still exceeds every token of an item TTL deleted earlier; so do tickets.
    */
   acquire(write: AcquireWrite): Promise<WriteResult> {
     const now = Date.now();
@@ -86,201 +86,179 @@ export class LockStore implements LockStorePort {
       ':lease': { N: String(write.leaseMs) },
       ':now': { N: String(now) },
       ':one': { N: '1' },
-      ':fenceBase': { N: String(now * 1000) },
     };
-    const set = [
-      '#owner = :owner',
-      '#token = :token',
-      '#rvn = :rvn',
-      '#lease = :lease',
-      '#acquiredAt = :now',
-      '#updatedAt = :now',
-      '#fence = if_not_exists(#fence, :fenceBase) + :one',
-    ];
-    const remove = ['#released'];
+    const set = ['#owner = :owner', '#token = :token', '#rvn = :rvn', '#lease = :lease', '#acquiredAt = :now', '#updatedAt = :now'];
+    // A release recorded before another holder took it no longer answers a retry of it as done.
+    const remove = ['#live', '#released'];
     if (write.data === undefined) remove.push('#data');
     else {
       set.push('#data = :data');
       values[':data'] = { S: write.data };
     }
-    const dropped: string[] = [];
     let condition: string;
-    switch (write.condition.kind) {
-      case 'free':
-        condition = 'attribute_not_exists(#token) AND attribute_not_exists(#queue[0])';
-        break;
-      case 'head':
-        condition = 'attribute_not_exists(#token)';
-        break;
-      case 'takeover':
-        condition = '#rvn = :seenRvn';
-        values[':seenRvn'] = { S: write.condition.rvn };
-        if (write.condition.holder) dropped.push(write.condition.holder);
-        break;
-      case 'handover':
-        condition = '#token = :fromToken';
-        values[':fromToken'] = { S: write.condition.fromToken };
-        dropped.push(write.condition.fromToken);
-        break;
-    }
-    if (write.queuedAt === undefined) {
-      condition = `(${condition}) OR #token = :token`;
+    if (write.condition.kind === 'free') {
+      values[':base'] = { N: String(now * 1000) };
+      // The counter as the last release (or skip) left it: one above the last holder's, and unused.
+      set.push('#fence = if_not_exists(#fence, :base)', '#head = if_not_exists(#tail, :base)', '#tail = if_not_exists(#tail, :base) + :one');
+      // Not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
+      condition = 'attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)';
     } else {
-      // Dequeue in the same write; not re-applicable, so no "OR #token = :token" here.
-      const at = Math.trunc(write.queuedAt);
-      condition = `(${condition}) AND #queue[${at}].#token = :token`;
-      remove.push(`#queue[${at}]`);
-      dropped.push(write.token);
+      set.push('#fence = #fence + :one');
+      // Re-applicable by the new holder (the head does not move): a retried hand-over succeeds again.
+      condition = `${holdingCondition(write.condition.from, values, ':from')} OR #token = :token`;
     }
-    // Tokens that no longer wait leave the queued set, which would otherwise grow on busy keys.
-    const deletes = dropped.length ? ['#queued :dropped'] : [];
-    if (dropped.length) values[':dropped'] = { SS: [...new Set(dropped)] };
-    return this.update({ key: write.key, set, remove, delete: deletes, condition, values, returnNew: true }, write.leaseMs, now);
+    return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
   }
 
   /**
-   * Records a waiter at the end of the item's queue while the lock is held (or others are
-   * queued). A retried enqueue
-   * fails its condition (the token is already in the queued set) instead of adding it twice.
+   * Takes the next ticket (`tail`) for a waiter: its place in line, served once `head` reaches it.
+   * The item keeps no list of waiters, so this write and every other stays small whoever waits.
+   * A retry of this write after a lost answer fails (its token is the last ticket's) instead of
+   * taking a second ticket, unless another waiter took one in between. The answer is the item as
+   * written: the waiter's ticket is `tail - 1`; when that is `head` the lock was free and it is
+   * the waiter's already. Keeps the record version: waiters watching the holder are not reset.
    */
-  enqueue(waiter: QueueWrite): Promise<WriteResult> {
-    const entry: Record<string, AttributeValue> = {
-      [ATTR.token]: { S: waiter.token },
-      [ATTR.owner]: { S: waiter.owner },
-      [ATTR.lease]: { N: String(Math.min(waiter.leaseMs, CLAIM_LEASE_MS)) },
-      // Always present (empty reads as none): a promotion copies it, and copying a missing path is an error.
-      [ATTR.data]: { S: queuedData(waiter.data) },
-    };
+  enqueue(write: TicketWrite): Promise<WriteResult> {
+    const now = Date.now();
     return this.update(
       {
-        key: waiter.key,
-        set: ['#queue = list_append(if_not_exists(#queue, :empty), :entry)'],
-        add: ['#queued :tokenSet'],
-        // Never behind itself: a waiter whose own token holds the item (a hand-over answered with an
-        // error) is told so by the failed condition, and confirms the lock instead.
-        condition:
-          '(attribute_exists(#token) OR attribute_exists(#queue[0])) AND NOT contains(#queued, :token) AND (attribute_not_exists(#token) OR #token <> :token)',
-        values: {
-          ':empty': { L: [] },
-          ':entry': { L: [{ M: entry }] },
-          ':tokenSet': { SS: [waiter.token] },
-          ':token': { S: waiter.token },
-        },
+        key: write.key,
+        set: [
+          '#tail = if_not_exists(#tail, :base) + :one',
+          '#head = if_not_exists(#head, :base)',
+          '#fence = if_not_exists(#fence, :base)',
+          '#tailToken = :token',
+        ],
+        condition: '(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))',
+        values: { ':token': { S: write.token }, ':base': { N: String(now * 1000) }, ':one': { N: '1' } },
         returnNew: true,
       },
       undefined,
     );
   }
 
-  /** Takes a waiter out of the queue (it gave up). Fails when `index` no longer holds its token. */
-  leave(key: string, token: string, index: number): Promise<WriteResult> {
-    const at = Math.trunc(index);
+  /**
+   * Passes a holder (or a promoted waiter) whose record version `write.rvn` stayed unchanged for
+   * its whole lease: `head` moves to `write.target`, the fencing counter rises, and the writer holds
+   * when the target is its own ticket. Fails when the version changed (the holder is alive) or the
+   * roll call changed since it was read.
+   */
+  skip(write: SkipWrite): Promise<WriteResult> {
+    const now = Date.now();
+    const values: Record<string, AttributeValue> = {
+      ':seenRvn': { S: write.rvn },
+      ':rvn': { S: randomToken() },
+      ':target': { N: String(write.target) },
+      ':now': { N: String(now) },
+      ':one': { N: '1' },
+    };
+    const set = ['#head = :target', '#fence = #fence + :one', '#rvn = :rvn', '#updatedAt = :now'];
+    const remove = ['#live'];
+    const { holder } = write;
+    if (holder) {
+      set.push('#token = :token', '#owner = :owner', '#lease = :lease', '#acquiredAt = :now');
+      Object.assign(values, { ':token': { S: holder.token }, ':owner': { S: holder.owner }, ':lease': { N: String(holder.leaseMs) } });
+      if (holder.data === undefined) remove.push('#data');
+      else {
+        set.push('#data = :data');
+        values[':data'] = { S: holder.data };
+      }
+    } else remove.push('#token', '#owner', '#data', '#lease', '#acquiredAt');
+    let live = 'attribute_not_exists(#live)';
+    if (write.live !== undefined) {
+      live = '#live = :seenLive';
+      values[':seenLive'] = { N: String(write.live) };
+    }
+    return this.update(
+      {
+        key: write.key,
+        set,
+        remove,
+        // A holder's ticket was taken (below `tail`); without one, `head` may reach `tail` (free).
+        condition: `#rvn = :seenRvn AND ${live} AND #tail ${holder ? '>' : '>='} :target`,
+        values,
+        returnNew: true,
+      },
+      holder?.leaseMs,
+      now,
+    );
+  }
+
+  /**
+   * Answers the roll call of a stalled head: records `ticket` as alive when it is the smallest
+   * so far, so that the write passing the head goes straight to it. Keeps the record version.
+   */
+  markAlive(key: string, rvn: string, ticket: number): Promise<WriteResult> {
     return this.update(
       {
         key,
-        set: [],
-        remove: [`#queue[${at}]`],
-        delete: ['#queued :tokenSet'],
-        condition: `#queue[${at}].#token = :token`,
-        values: { ':token': { S: token }, ':tokenSet': { SS: [token] } },
+        set: ['#live = :ticket'],
+        condition: '#rvn = :seenRvn AND (attribute_not_exists(#live) OR #live > :ticket) AND #tail > :ticket',
+        values: { ':seenRvn': { S: rvn }, ':ticket': { N: String(ticket) } },
       },
       undefined,
     );
   }
 
   /**
-   * Keeps a held lock alive: a new record version (which waiters watch), a fresh TTL and,
-   * a new lease duration (`undefined` keeps the stored one), and the holder's data when given
-   * (a promoted waiter's). Only the owner token's holder can do it.
-   * Returns the item, so the holder learns who is queued.
+   * Keeps a held lock alive: a new record version (which waiters watch), a fresh TTL, a new lease
+   * duration (`undefined` keeps the stored one), and the holder's data when given. A promoted
+   * waiter's first heartbeat also writes its token and owner name. Ends any roll call.
+   * Returns the item, so the holder learns how many wait.
    */
-  heartbeat(key: string, token: string, leaseMs: number | undefined, ttlLeaseMs = leaseMs ?? 0, data?: string): Promise<WriteResult> {
+  heartbeat(write: HeartbeatWrite): Promise<WriteResult> {
     const now = Date.now();
-    const values: Record<string, AttributeValue> = { ':token': { S: token }, ':rvn': { S: randomToken() }, ':now': { N: String(now) } };
-    const set = ['#rvn = :rvn', '#updatedAt = :now'];
-    if (leaseMs !== undefined) {
+    const values: Record<string, AttributeValue> = { ':rvn': { S: randomToken() }, ':now': { N: String(now) }, ':owner': { S: write.owner } };
+    const condition = holdingCondition(write.holding, values);
+    const set = [
+      '#rvn = :rvn',
+      '#updatedAt = :now',
+      '#token = :token',
+      '#owner = if_not_exists(#owner, :owner)',
+      '#acquiredAt = if_not_exists(#acquiredAt, :now)',
+    ];
+    if (write.leaseMs !== undefined) {
       set.push('#lease = :lease');
-      values[':lease'] = { N: String(leaseMs) };
+      values[':lease'] = { N: String(write.leaseMs) };
     }
-    if (data !== undefined) {
+    if (write.data !== undefined) {
       set.push('#data = :data');
-      values[':data'] = { S: data };
+      values[':data'] = { S: write.data };
     }
-    return this.update({ key, set, condition: '#token = :token', values, returnNew: true }, ttlLeaseMs, now);
+    return this.update({ key: write.key, set, remove: ['#live'], condition, values, returnNew: true }, write.ttlLeaseMs, now);
   }
 
   /**
-   * Releases a held lock: clears the owner token but keeps the item and its fencing counter, so
-   * the next holder's token is larger. Records the released token, so a retry of a release whose
-   * response was lost still reports success (without writing again).
-   * @returns `false` when the token no longer held the lock (nothing was changed).
+   * Releases a held lock in one write that also serves the next ticket: `head` moves on by one
+   * (the lock is free when it reaches `tail`), the fencing counter rises for the next holder, the
+   * holder's attributes go. Records the released token, so a retry of a release whose answer was
+   * lost still reports success (without writing again).
+   * @returns `false` when the holding no longer held the lock (nothing was changed).
    */
-  async release(key: string, token: string, leaseMs: number, heldMs?: number): Promise<boolean> {
+  async release(key: string, holding: Holding, leaseMs: number, heldMs?: number): Promise<boolean> {
     const now = Date.now();
+    const values: Record<string, AttributeValue> = {
+      ':rvn': { S: randomToken() },
+      ':now': { N: String(now) },
+      ':one': { N: '1' },
+      ...heldValue(heldMs),
+    };
+    const condition = holdingCondition(holding, values);
     const result = await this.update(
       {
         key,
-        set: ['#rvn = :rvn', '#released = :token', '#updatedAt = :now', ...lastHold(heldMs)],
-        remove: ['#token', '#owner', '#data'],
-        delete: ['#queued :tokenSet'],
-        condition: '#token = :token',
-        values: {
-          ':token': { S: token },
-          ':rvn': { S: randomToken() },
-          ':now': { N: String(now) },
-          ':tokenSet': { SS: [token] },
-          ...heldValue(heldMs),
-        },
+        set: ['#head = #head + :one', '#fence = #fence + :one', '#rvn = :rvn', '#released = :token', '#updatedAt = :now', ...lastHold(heldMs)],
+        remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live'],
+        condition,
+        values,
       },
       leaseMs,
       now,
     );
     if (result.ok) return true;
-    // A retry after a lost response finds its own released token (no write: waiters watch the
-    // record version); a token that promoted the lock away finds another holder.
+    // A retry after a lost answer finds its own released token (no write: waiters watch the record version).
     const current = result.current ?? (await this.read(key));
-    return current?.released === token && current.token === undefined;
-  }
-
-  /**
-   * Releases a held lock straight to the head of the item's queue, in one write: the head's
-   * token, owner, lease and data become the lock's, the fencing counter rises, the head leaves
-   * the queue. Fails (changing nothing) when the token does not hold the lock or nobody is queued.
-   */
-  promote(key: string, token: string, leaseMs: number, heldMs?: number): Promise<WriteResult> {
-    const now = Date.now();
-    const from = (name: string) => `#${name} = #queue[0].#${name}`;
-    return this.update(
-      {
-        key,
-        set: [
-          from('token'),
-          from('owner'),
-          '#lease = #queue[0].#lease',
-          from('data'),
-          '#rvn = :rvn',
-          '#released = :token',
-          '#acquiredAt = :now',
-          '#updatedAt = :now',
-          '#fence = #fence + :one',
-          ...lastHold(heldMs),
-        ],
-        remove: ['#queue[0]'],
-        delete: ['#queued :tokenSet'],
-        condition: '#token = :token AND attribute_exists(#queue[0])',
-        values: {
-          ':token': { S: token },
-          ':rvn': { S: randomToken() },
-          ':now': { N: String(now) },
-          ':one': { N: '1' },
-          ':tokenSet': { SS: [token] },
-          ...heldValue(heldMs),
-        },
-        returnNew: true,
-      },
-      leaseMs,
-      now,
-    );
+    return current?.released === holding.token;
   }
 
   /** Strongly consistent read of one lock item. */
@@ -294,6 +272,7 @@ export class LockStore implements LockStorePort {
 
   /** Every held lock whose stored key starts with `prefix` (a paginated Scan; for tools, not hot paths). */
   async *scanHeld(prefix: string): AsyncGenerator<LockRecord> {
+    const filter = prefix ? `(${HELD}) AND begins_with(#key, :prefix)` : HELD;
     let startKey: Record<string, AttributeValue> | undefined;
     do {
       const output = await this.send(
@@ -302,8 +281,8 @@ export class LockStore implements LockStorePort {
           TableName: this.options.tableName,
           ConsistentRead: true,
           ExclusiveStartKey: startKey,
-          FilterExpression: prefix ? 'attribute_exists(#token) AND begins_with(#key, :prefix)' : 'attribute_exists(#token)',
-          ExpressionAttributeNames: prefix ? { '#token': ATTR.token, '#key': ATTR.key } : { '#token': ATTR.token },
+          FilterExpression: filter,
+          ExpressionAttributeNames: pick(ATTRIBUTE_NAMES, filter),
           ExpressionAttributeValues: prefix ? { ':prefix': { S: prefix } } : undefined,
         }),
       );
@@ -331,8 +310,6 @@ export class LockStore implements LockStorePort {
     const clauses = [
       set.length ? `SET ${set.join(', ')}` : '',
       remove.length ? `REMOVE ${remove.join(', ')}` : '',
-      update.add?.length ? `ADD ${update.add.join(', ')}` : '',
-      update.delete?.length ? `DELETE ${update.delete.join(', ')}` : '',
     ].filter(Boolean);
     const expression = clauses.join(' ');
     try {
@@ -381,6 +358,22 @@ export class LockStore implements LockStorePort {
       throw error;
     }
   }
+}
+
+/** A held item: its holder wrote its token, or a ticket is served (a promoted waiter that has not written yet). */
+const HELD = 'attribute_exists(#token) OR #head < #tail';
+
+/**
+ * The condition that `holding` still holds the item: its token is there, or no token is and `head`
+ * serves its ticket. Adds `:token` (and the ticket) to `values`, under `prefix`.
+ */
+function holdingCondition(holding: Holding, values: Record<string, AttributeValue>, prefix = ':'): string {
+  const token = prefix === ':' ? ':token' : `${prefix}Token`;
+  values[token] = { S: holding.token };
+  if (holding.ticket === undefined) return `#token = ${token}`;
+  const ticket = prefix === ':' ? ':ticket' : `${prefix}Ticket`;
+  values[ticket] = { N: String(holding.ticket) };
+  return `(#token = ${token} OR (attribute_not_exists(#token) AND #head = ${ticket}))`;
 }
 
 /** `SET` clause recording the hold time, when known. */

@@ -12,14 +12,12 @@ import {
 /** DynamoDB's limit on a partition key value, counted in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 2048;
 
-/** DynamoDB's limit on an item: 400 KB of attribute names and values together. */
-export const MAX_ITEM_BYTES = 400 * 1024;
-
 /**
- * Room for the JSON payload in a 400 KB item, after the key and the lock's own
- * attributes (owner, tokens, counters), which stay well under 4 KB.
+ * Largest lock data (UTF-8 bytes of its JSON). The lock item carries the holder's data and no
+ * waiters, so it stays under 2 KB with a key of a few hundred bytes: every write is billed one or
+ * two write units and every read one read unit, however many wait.
  */
-export const MAX_DATA_BYTES = MAX_ITEM_BYTES - 4096;
+export const MAX_DATA_BYTES = 1024;
 
 /**
  * Checks a user key and returns the stored key (`keyPrefix + key`).

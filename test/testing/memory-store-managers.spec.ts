@@ -6,6 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type DynamoLockOptions, LockLostError, LockManager, MemoryLockStore } from '../../lib';
+import { isHeld, ticketsWaiting } from '../../lib/store/lock-record';
 import { MemoryLogger } from '../support/lock-fixture';
 
 let seq = 0;
@@ -68,28 +69,29 @@ describe('LockManager on a shared MemoryLockStore', () => {
     for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]!);
   });
 
-  it('queues a waiter of the other manager in the record; the release promotes it in the same write; the releaser cannot jump the queue', async () => {
+  it('gives a waiter of the other manager a ticket; the release serves it in the same write; the releaser cannot jump the line', async () => {
     const [m1, m2] = [manager('m1'), manager('m2')];
     const key = newKey('promote');
     const order: string[] = [];
     const first = await m1.acquire(key);
     const remote = m2.acquire(key, { wait: '10s' });
-    await until(async () => (await store.read(key))?.queue.length === 1);
-    const queued = (await store.read(key))!.queue[0]!;
-    expect(queued.owner).toBe('m2');
+    await until(async () => ticketsWaiting(await store.read(key)) === 1);
+    const queued = (await store.read(key))!;
+    // The item names no waiter: only the next ticket to hand out moved on.
+    expect(queued).toMatchObject({ token: first.leaseId, tail: queued.head! + 2 });
     // A second caller of the holder's own manager arrives after m2's waiter.
     const local = m1.acquire(key, { wait: '10s' }).then(async (lock) => {
       order.push('m1 again');
       return lock;
     });
-    await first.extend(); // the holder learns who is queued (a heartbeat does the same)
+    await first.extend(); // the holder learns who waits (a heartbeat does the same)
     expect(await first.release()).toBe(true);
-    // One write handed it over: the record names m2's waiter before m2 even looked.
-    const handed = await store.read(key);
-    expect(handed).toMatchObject({ token: queued.token, owner: 'm2', released: first.leaseId, fencingToken: first.fencingToken + 1 });
+    // One write handed it over: the next ticket is served before m2 even looked.
+    const handed = (await store.read(key))!;
+    expect(handed).toMatchObject({ head: queued.head! + 1, released: first.leaseId, fencingToken: first.fencingToken + 1 });
+    expect(handed.token).toBeUndefined();
     const second = await remote;
     order.push('m2');
-    expect(second.leaseId).toBe(queued.token);
     expect(second.fencingToken).toBe(first.fencingToken + 1);
     await sleep(50);
     expect(order).toEqual(['m2']); // m1's own caller still waits behind m2
@@ -98,7 +100,9 @@ describe('LockManager on a shared MemoryLockStore', () => {
     expect(order).toEqual(['m2', 'm1 again']);
     expect(third.fencingToken).toBe(second.fencingToken + 1);
     await third.release();
-    expect((await store.read(key))?.queue).toEqual([]);
+    const free = (await store.read(key))!;
+    expect(isHeld(free)).toBe(false);
+    expect(free.head).toBe(free.tail);
   });
 
   it('takes over a holder that stopped heartbeating one lease after first seeing its record', async () => {
@@ -124,13 +128,14 @@ describe('LockManager on a shared MemoryLockStore', () => {
     const key = newKey('taken');
     const lock = await m1.acquire(key);
     const seen = (await store.read(key))!;
-    // Another process takes it over (as if m1 had been silent for a lease).
-    const rogue = await store.acquire({
+    // Another process takes a ticket and passes the holder to it (as if m1 had been silent for a lease).
+    const ticket = (await store.enqueue({ key, token: 'rogue-token' })).ok ? (await store.read(key))!.tail! - 1 : -1;
+    const rogue = await store.skip({
       key,
-      token: 'rogue-token',
-      owner: 'rogue',
-      leaseMs: 5_000,
-      condition: { kind: 'takeover', rvn: seen.rvn! },
+      rvn: seen.rvn!,
+      live: undefined,
+      target: ticket,
+      holder: { token: 'rogue-token', owner: 'rogue', leaseMs: 5_000 },
     });
     expect(rogue.ok).toBe(true);
     await until(() => lock.signal.aborted);
@@ -144,46 +149,41 @@ describe('LockManager on a shared MemoryLockStore', () => {
   });
 
   // Regression: a stale lease id that promoted the lock away must not release the promoted holder.
-  it('a stale lease id that promoted the lock away releases nothing (the promoted holder keeps it)', async () => {
+  it('a stale lease id that promoted the lock away releases nothing again (the promoted holder keeps it)', async () => {
     const [m1, m2] = [manager('m1'), manager('m2')];
     const key = newKey('stale-after-promote');
     const first = await m1.acquire(key);
     const remote = m2.acquire(key, { wait: '10s' });
-    await until(async () => (await store.read(key))?.queue.length === 1);
+    await until(async () => ticketsWaiting(await store.read(key)) === 1);
     await first.extend();
     expect(await first.release()).toBe(true);
     const second = await remote;
-    expect(await m1.releaseLease(key, first.leaseId)).toBe(false);
-    expect((await store.read(key))?.token).toBe(second.leaseId);
+    // Its release is done already (true, as for any repeated release): nothing is written again.
+    const before = await store.read(key);
+    expect(await m1.releaseLease(key, first.leaseId)).toBe(true);
+    expect(await store.read(key)).toEqual(before);
+    expect(isHeld(await store.read(key))).toBe(true);
     expect(second.isHeld).toBe(true);
     await second.release();
   });
 
-  it('rejects, as DynamoDB does, a waiter whose queue entry would make the item larger than 400 KB; the others still get the lock', async () => {
+  it('keeps the item small whatever the number of waiters and their data; refuses data over 1 KB before any write', async () => {
     const holderManager = manager('holder');
-    const key = newKey('full');
-    // The largest data a lock accepts (MAX_DATA_BYTES, 405,504 bytes as JSON) leaves ~3.9 KB of the item.
-    const holder = await holderManager.acquire(key, { data: 'x'.repeat(405_500) });
-    const waiting: Promise<unknown>[] = [];
-    let refused: unknown;
-    for (let i = 0; i < 40 && refused === undefined; i++) {
-      const queued = (await store.read(key))!.queue.length;
-      const outcome = manager(`waiter-${i}`).acquire(key, { wait: '10s', data: 'd'.repeat(250) });
-      let settled: { error: unknown } | undefined;
-      outcome.then(undefined, (error: unknown) => (settled = { error }));
-      // Each waiter is either queued in the record or refused, at once: never left polling.
-      await until(async () => settled !== undefined || (await store.read(key))!.queue.length > queued);
-      if (settled) refused = settled.error;
-      else waiting.push(outcome);
-    }
-    expect(refused).toMatchObject({ name: 'ValidationException', message: 'Item size to update has exceeded the maximum allowed size' });
-    // ~350 bytes per queued waiter (token, owner, claim lease, its data, its token in the set).
-    expect(waiting.length).toBeGreaterThanOrEqual(8);
-    expect(waiting.length).toBeLessThanOrEqual(12);
+    const key = newKey('small');
+    const holder = await holderManager.acquire(key, { data: 'x'.repeat(1_000) });
+    await expect(manager('big').acquire(key, { data: 'y'.repeat(1_100) })).rejects.toThrow(/at most 1024 bytes/);
+    const waiting = Array.from({ length: 40 }, (_, i) => manager(`waiter-${i}`).acquire(key, { wait: '10s', data: 'd'.repeat(1_000) }));
+    await until(async () => ticketsWaiting(await store.read(key)) === 40);
+    // The holder's data and two counters: nothing of the 40 waiters.
+    expect(JSON.stringify(await store.read(key)).length).toBeLessThan(1_500);
     expect(await holder.release()).toBe(true);
-    // Each queued waiter gets the lock in turn (withLock-style: release as soon as held).
-    for (const outcome of waiting) await ((await outcome) as Awaited<ReturnType<LockManager['acquire']>>).release();
-    expect((await store.read(key))?.queue).toEqual([]);
+    // Each waiter gets the lock in turn with its own data (release as soon as held).
+    for (const outcome of waiting) {
+      const lock = await outcome;
+      expect((await store.read(key))?.data).toBe(JSON.stringify('d'.repeat(1_000)));
+      await lock.release();
+    }
+    expect(isHeld(await store.read(key))).toBe(false);
   });
 
   it('signals "gone" when its lease id is released elsewhere, and the other manager can take the key at once', async () => {

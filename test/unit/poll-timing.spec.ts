@@ -21,7 +21,7 @@ function setup(maxPollInterval = 1_000) {
     reads.push(performance.now());
     return read(key);
   });
-  for (const name of ['acquire', 'enqueue', 'leave', 'heartbeat', 'release', 'promote', 'scanHeld', 'prepare'] as const) {
+  for (const name of ['acquire', 'enqueue', 'skip', 'markAlive', 'heartbeat', 'release', 'scanHeld', 'prepare'] as const) {
     jest.spyOn(waiterStore, name).mockImplementation(((...args: never[]) => (store[name] as (...a: never[]) => unknown)(...args)) as never);
   }
   const waiter = new LockManager({ store: waiterStore, ownerName: 'waiter', logger: new MemoryLogger(), maxPollInterval });
