@@ -16,7 +16,7 @@ export const ATTR = {
   rvn: 'rvn',
   /** The holder's lease duration in milliseconds. */
   lease: 'leaseMs',
-  /** Fencing counter: grows by one with every acquisition; kept on release. */
+  /** Fencing counter: one above the last holder's after every release, hand-over or pass; a new holder takes it as it is. */
   fence: 'fence',
   /** Wall-clock acquisition time (ms since epoch); informational only. */
   acquiredAt: 'acquiredAt',

@@ -128,12 +128,22 @@ export class LockStore implements LockStorePort {
           '#head = if_not_exists(#head, :base)',
           '#fence = if_not_exists(#fence, :base)',
           '#tailToken = :token',
+          // A new item gets a version, so that waiters can watch (and pass) a first holder that dies.
+          '#rvn = if_not_exists(#rvn, :rvn)',
+          '#updatedAt = if_not_exists(#updatedAt, :now)',
         ],
         condition: '(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))',
-        values: { ':token': { S: write.token }, ':base': { N: String(now * 1000) }, ':one': { N: '1' } },
+        values: {
+          ':token': { S: write.token },
+          ':base': { N: String(now * 1000) },
+          ':one': { N: '1' },
+          ':rvn': { S: randomToken() },
+          ':now': { N: String(now) },
+        },
         returnNew: true,
       },
-      undefined,
+      0,
+      now,
     );
   }
 
@@ -175,7 +185,7 @@ export class LockStore implements LockStorePort {
         set,
         remove,
         // A holder's ticket was taken (below `tail`); without one, `head` may reach `tail` (free).
-        condition: `#rvn = :seenRvn AND ${live} AND #tail ${holder ? '>' : '>='} :target`,
+        condition: `#rvn = :seenRvn AND ${live} AND #head < :target AND #tail ${holder ? '>' : '>='} :target`,
         values,
         returnNew: true,
       },

@@ -122,7 +122,17 @@ export class MemoryLockStore implements LockStorePort {
       if (item.tailToken === w.token || (item.head === undefined && item.token !== undefined)) return undefined;
       const base = Date.now() * 1000;
       // No new record version: waiters that watch the holder's version are not reset by a newcomer.
-      return { ...item, tail: (item.tail ?? base) + 1, head: item.head ?? base, fence: item.fence ?? base, tailToken: w.token };
+      const now = Date.now();
+      return {
+        ...item,
+        tail: (item.tail ?? base) + 1,
+        head: item.head ?? base,
+        fence: item.fence ?? base,
+        tailToken: w.token,
+        rvn: item.rvn ?? randomToken(),
+        updatedAt: item.updatedAt ?? now,
+        ttl: ttlOf(now, 0),
+      };
     });
   }
 
@@ -130,7 +140,7 @@ export class MemoryLockStore implements LockStorePort {
     const w = structuredClone(write);
     await tick();
     return this.update(w.key, (item) => {
-      if (item.rvn !== w.rvn || item.live !== w.live || item.tail === undefined) return undefined;
+      if (item.rvn !== w.rvn || item.live !== w.live || item.tail === undefined || item.head === undefined || item.head >= w.target) return undefined;
       if (w.holder ? item.tail <= w.target : item.tail < w.target) return undefined;
       const now = Date.now();
       const passed: StoredItem = { ...item, head: w.target, fence: fenceOf(item) + 1, rvn: randomToken(), updatedAt: now, live: undefined };

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { AcquireCondition, AcquireWrite, LockRecord, LockStorePort, WriteResult } from '../../lib';
-import { CLAIM_LEASE_MS } from '../../lib/store/lock-store.protocol';
-import { isTransientError } from '../../lib/store/transient-error';
+import type { AcquireCondition, AcquireWrite, HeartbeatWrite, Holding, LockRecord, LockStorePort, SkipWrite, WriteResult } from '../../lib';
+import { isHeld, ticketsWaiting } from '../../lib/store/lock-record';
 
 /** A store under test, and how to dispose of whatever it needed (a table, a client). */
 export interface StoreUnderTest {
@@ -18,18 +17,23 @@ export interface ContractTraits {
    * parameter; its failures carry `current: undefined`. Where it is given, it must be exact.
    */
   returnsCurrent: boolean;
-  /**
-   * Whether strings count toward the 400 KB item limit in UTF-8 bytes, as in DynamoDB.
-   * dynalite counts UTF-16 code units (as it does for keys), so only ASCII is compared there.
-   */
-  itemSizeInUtf8?: boolean;
 }
 
-/** DynamoDB's answer to an UpdateItem whose item would exceed 400 KB (measured on DynamoDB Local 3.3.0). */
-const ITEM_TOO_LARGE = 'Item size to update has exceeded the maximum allowed size';
-
 const tok = () => randomBytes(16).toString('hex');
+const ownerOf = (token: string) => `owner-${token.slice(0, 6)}`;
 const LEASE = 10_000;
+const RVN = /^[0-9a-f]{32}$/;
+
+/** A ticket taken by a waiter: the holding it writes with once `head` serves it. */
+interface Waiter {
+  token: string;
+  ticket: number;
+  /** The enqueue's answer: the item as written. */
+  record: LockRecord;
+}
+
+/** The holding a waiter (or a holder that took its ticket with 'free') writes with. */
+const holdingOf = (w: { token: string; ticket: number }): Holding => ({ token: w.token, ticket: w.ticket });
 
 function okRecord(result: WriteResult): LockRecord {
   if (!result.ok) throw new Error(`expected the write to succeed; it failed against ${JSON.stringify(result.current)}`);
@@ -39,6 +43,11 @@ function okRecord(result: WriteResult): LockRecord {
 /**
  * The shared contract of {@link LockStorePort}: every method's conditions and effects, as the
  * DynamoDB store defines them. Each implementation runs it (`lock-store.contract.spec.ts`).
+ *
+ * The item is a line of tickets: `head` is the ticket served (its holder holds the lock), `tail`
+ * the next ticket handed out; the lock is free when `head` = `tail` and no token is written. A
+ * holder holds by its token, or (a waiter a release or a skip promoted, before its first write)
+ * by its ticket while no token is written and `head` serves it.
  */
 export function lockStoreContract(
   name: string,
@@ -62,22 +71,40 @@ export function lockStoreContract(
     const write = (key: string, token: string, condition: AcquireCondition, extra: Partial<AcquireWrite> = {}): AcquireWrite => ({
       key,
       token,
-      owner: `owner-${token.slice(0, 6)}`,
+      owner: ownerOf(token),
       leaseMs: LEASE,
       condition,
       ...extra,
     });
 
-    /** Takes a free key for a new token. */
-    async function take(key: string, extra: Partial<AcquireWrite> = {}): Promise<{ token: string; record: LockRecord }> {
+    /** Takes a free key for a new token: it holds ticket `head`. */
+    async function take(key: string, extra: Partial<AcquireWrite> = {}): Promise<{ token: string; ticket: number; record: LockRecord }> {
       const token = extra.token ?? tok();
       const record = okRecord(await store.acquire(write(key, token, { kind: 'free' }, extra)));
-      return { token, record };
+      return { token, ticket: record.head!, record };
     }
 
-    async function enqueue(key: string, token: string, leaseMs = LEASE, data?: string): Promise<LockRecord> {
-      return okRecord(await store.enqueue({ key, token, owner: `owner-${token.slice(0, 6)}`, leaseMs, data }));
+    /** Takes the next ticket for `token`: its ticket is the answer's `tail - 1`. */
+    async function enqueue(key: string, token = tok()): Promise<Waiter> {
+      const record = okRecord(await store.enqueue({ key, token }));
+      expect(record.tailToken).toBe(token);
+      return { token, ticket: record.tail! - 1, record };
     }
+
+    /** A key held by a fresh token (ticket `head`), with `count` waiters' tickets behind it, in order. */
+    async function line(label: string, count: number, extra: Partial<AcquireWrite> = {}) {
+      const key = newKey(label);
+      const holder = await take(key, extra);
+      const waiters: Waiter[] = [];
+      for (let i = 0; i < count; i++) waiters.push(await enqueue(key));
+      return { key, holder, waiters };
+    }
+
+    const heartbeat = (key: string, holding: Holding, extra: Partial<HeartbeatWrite> = {}): Promise<WriteResult> =>
+      store.heartbeat({ key, holding, owner: ownerOf(holding.token), leaseMs: undefined, ttlLeaseMs: LEASE, ...extra });
+
+    const skip = (key: string, seen: LockRecord, target: number, extra: Partial<SkipWrite> = {}): Promise<WriteResult> =>
+      store.skip({ key, rvn: seen.rvn!, live: seen.live, target, ...extra });
 
     async function mustRead(key: string): Promise<LockRecord> {
       const record = await store.read(key);
@@ -96,12 +123,13 @@ export function lockStoreContract(
       expect(await store.read(key)).toEqual(before);
     }
 
-    const queueTokens = (record: LockRecord | undefined) => record?.queue.map((w) => w.token);
+    /** The holder attributes a release or a skip without a holder removes. */
+    const NO_HOLDER = { token: undefined, owner: undefined, data: undefined, leaseMs: undefined, acquiredAt: undefined } as const;
 
-    // ---- acquire ----
+    // ---- acquire: 'free' ----
 
-    describe('acquire', () => {
-      it("'free' creates a missing record: token, owner, lease, data, a new rvn and a fence from the clock in microseconds", async () => {
+    describe("acquire 'free'", () => {
+      it('creates a missing record: ticket `head` and the fence from the clock in microseconds, tail = head + 1, a new rvn', async () => {
         const key = newKey('create');
         const before = Date.now();
         const { token, record } = await take(key, { owner: 'alice', leaseMs: 7_000, data: '{"job":1}' });
@@ -110,175 +138,86 @@ export function lockStoreContract(
           key,
           owner: 'alice',
           token,
-          rvn: expect.stringMatching(/^[0-9a-f]{32}$/),
+          rvn: expect.stringMatching(RVN),
           leaseMs: 7_000,
-          fencingToken: expect.any(Number),
+          fencingToken: record.head,
           acquiredAt: expect.any(Number),
-          updatedAt: expect.any(Number),
+          updatedAt: record.acquiredAt,
           data: '{"job":1}',
           released: undefined,
-          queue: [],
+          lastHoldMs: undefined,
+          head: expect.any(Number),
+          tail: record.head! + 1,
+          tailToken: undefined,
+          live: undefined,
         });
-        expect(record.fencingToken).toBeGreaterThanOrEqual(before * 1000 + 1);
-        expect(record.fencingToken).toBeLessThanOrEqual(after * 1000 + 1);
+        expect(record.head).toBeGreaterThanOrEqual(before * 1000);
+        expect(record.head).toBeLessThanOrEqual(after * 1000);
         expect(record.acquiredAt).toBeGreaterThanOrEqual(before);
         expect(record.acquiredAt).toBeLessThanOrEqual(after);
-        expect(record.updatedAt).toBe(record.acquiredAt);
+        expect(isHeld(record)).toBe(true);
+        expect(ticketsWaiting(record)).toBe(0);
         expect(await store.read(key)).toEqual(record);
       });
 
-      it("'free' is refused while another token holds the record, reporting the holder", async () => {
+      it('is refused while another token holds the record, reporting the holder', async () => {
         const key = newKey('busy');
         const { record } = await take(key);
         await expectRefused(await store.acquire(write(key, tok(), { kind: 'free' })), key, record);
       });
 
-      it("'free' retried by the holder's own token succeeds again (OR #token = :token) and raises the fence again", async () => {
-        const key = newKey('retry-free');
-        const token = tok();
-        const first = okRecord(await store.acquire(write(key, token, { kind: 'free' })));
-        const second = okRecord(await store.acquire(write(key, token, { kind: 'free' })));
-        expect(second.token).toBe(token);
-        expect(second.fencingToken).toBe(first.fencingToken! + 1);
-        expect(second.rvn).not.toBe(first.rvn);
-      });
-
-      it("'free' takes a released record with an empty queue: fence + 1, released token cleared, data replaced or dropped", async () => {
-        const key = newKey('reuse');
-        const a = await take(key, { data: '"a"' });
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const b = await take(key);
-        expect(b.record.fencingToken).toBe(a.record.fencingToken! + 1);
-        expect(b.record.released).toBeUndefined();
-        expect(b.record.data).toBeUndefined();
-        expect(b.record.owner).toBe(`owner-${b.token.slice(0, 6)}`);
-      });
-
-      it("'free' is refused on a released record that still has a queue", async () => {
-        const key = newKey('free-queued');
-        const a = await take(key);
-        await enqueue(key, tok());
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const before = await mustRead(key);
+      it('is refused while tickets wait: behind a holder, and for a promoted waiter that has not written (no token, head < tail)', async () => {
+        const { key, holder } = await line('free-waiting', 1);
+        let before = await mustRead(key);
+        await expectRefused(await store.acquire(write(key, tok(), { kind: 'free' })), key, before);
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        before = await mustRead(key);
         expect(before.token).toBeUndefined();
+        expect(before.head).toBeLessThan(before.tail!);
         await expectRefused(await store.acquire(write(key, tok(), { kind: 'free' })), key, before);
       });
 
-      it("'head' without queuedAt needs only a free record: it ignores the queue, which stays as it was", async () => {
-        const key = newKey('head-plain');
-        const a = await take(key);
-        const waiter = tok();
-        await enqueue(key, waiter);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const b = okRecord(await store.acquire(write(key, tok(), { kind: 'head' })));
-        expect(queueTokens(b)).toEqual([waiter]);
-        expect(b.fencingToken).toBe(a.record.fencingToken! + 1);
-        // A held record refuses it, except for its holder's own retry.
-        const before = await mustRead(key);
-        await expectRefused(await store.acquire(write(key, tok(), { kind: 'head' })), key, before);
-        expect(okRecord(await store.acquire(write(key, b.token!, { kind: 'head' }))).fencingToken).toBe(b.fencingToken! + 1);
+      it('retried by its own token fails (it would take a second ticket): the record shows its own token', async () => {
+        const key = newKey('retry-free');
+        const { token, record } = await take(key);
+        const retry = await store.acquire(write(key, token, { kind: 'free' }));
+        await expectRefused(retry, key, record);
+        if (!retry.ok && retry.current) expect(retry.current.token).toBe(token);
+        expect((await mustRead(key)).token).toBe(token);
       });
 
-      it("'head' with queuedAt: the queued waiter at that index takes the released record and leaves the queue, once", async () => {
-        const key = newKey('head');
-        const a = await take(key);
-        const [w1, w2] = [tok(), tok()];
-        await enqueue(key, w1, 3_000);
-        await enqueue(key, w2);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const taken = okRecord(await store.acquire(write(key, w1, { kind: 'head' }, { queuedAt: 0, data: '"mine"' })));
-        expect(taken).toMatchObject({ token: w1, leaseMs: LEASE, data: '"mine"', fencingToken: a.record.fencingToken! + 1 });
-        expect(queueTokens(taken)).toEqual([w2]);
-        // The same write again is not re-applied: it would dequeue someone else.
-        const before = await mustRead(key);
-        await expectRefused(await store.acquire(write(key, w1, { kind: 'head' }, { queuedAt: 0 })), key, before);
-        expect(before.fencingToken).toBe(taken.fencingToken);
-        // Dequeuing also forgot the token: once it has handed the lock on, it may queue again.
-        okRecord(await store.acquire(write(key, tok(), { kind: 'handover', fromToken: w1 })));
-        expect(queueTokens(await enqueue(key, w1))).toEqual([w2, w1]);
-      });
-
-      it("'head' with queuedAt is refused at a stale index, while the record is held, and for a token not queued", async () => {
-        const key = newKey('head-refused');
-        const a = await take(key);
-        const [w1, w2] = [tok(), tok()];
-        await enqueue(key, w1);
-        await enqueue(key, w2);
-        let before = await mustRead(key);
-        await expectRefused(await store.acquire(write(key, w1, { kind: 'head' }, { queuedAt: 0 })), key, before); // held
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        before = await mustRead(key);
-        await expectRefused(await store.acquire(write(key, w1, { kind: 'head' }, { queuedAt: 1 })), key, before); // wrong index
-        await expectRefused(await store.acquire(write(key, tok(), { kind: 'head' }, { queuedAt: 0 })), key, before); // not queued
-        await expectRefused(await store.acquire(write(key, w2, { kind: 'head' }, { queuedAt: 5 })), key, before); // past the end
-        // The second waiter may take it from its own index: the condition is "free and at that index".
-        const taken = okRecord(await store.acquire(write(key, w2, { kind: 'head' }, { queuedAt: 1 })));
-        expect(queueTokens(taken)).toEqual([w1]);
-      });
-
-      it("'free' with queuedAt can never succeed (a queued writer means the queue is not empty)", async () => {
-        const key = newKey('free-queuedAt');
-        const a = await take(key);
-        const w = tok();
-        await enqueue(key, w);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const before = await mustRead(key);
-        await expectRefused(await store.acquire(write(key, w, { kind: 'free' }, { queuedAt: 0 })), key, before);
-      });
-
-      it("'takeover' replaces a holder whose rvn is unchanged; a renewed rvn refuses it; its own retry succeeds", async () => {
-        const key = newKey('takeover');
-        const dead = await take(key);
-        const live = await take(newKey('takeover-live'));
-        const renewed = okRecord(await store.heartbeat(live.record.key, live.token, undefined));
-        // The renewed holder's old rvn no longer matches.
-        await expectRefused(
-          await store.acquire(write(live.record.key, tok(), { kind: 'takeover', rvn: live.record.rvn! })),
-          live.record.key,
-          renewed,
-        );
-        const heir = tok();
-        const taken = okRecord(await store.acquire(write(key, heir, { kind: 'takeover', rvn: dead.record.rvn! })));
-        expect(taken).toMatchObject({ token: heir, fencingToken: dead.record.fencingToken! + 1, released: undefined });
-        expect(taken.rvn).not.toBe(dead.record.rvn);
-        // A retried takeover matches its own token (the rvn has changed) and raises the fence again.
-        const again = okRecord(await store.acquire(write(key, heir, { kind: 'takeover', rvn: dead.record.rvn! })));
-        expect(again.fencingToken).toBe(taken.fencingToken! + 1);
-        // On a missing record there is nothing to take over.
-        const missing = newKey('takeover-missing');
-        await expectRefused(await store.acquire(write(missing, tok(), { kind: 'takeover', rvn: tok() })), missing, undefined);
-      });
-
-      it("'takeover' with queuedAt: a queued waiter replaces a dead holder and leaves the queue; not re-applied", async () => {
-        const key = newKey('takeover-queued');
-        const dead = await take(key);
-        const [w1, w2] = [tok(), tok()];
-        await enqueue(key, w1);
-        await enqueue(key, w2);
-        const watched = await mustRead(key);
-        expect(watched.rvn).toBe(dead.record.rvn); // enqueueing does not renew the record version
-        const taken = okRecord(await store.acquire(write(key, w2, { kind: 'takeover', rvn: watched.rvn! }, { queuedAt: 1 })));
-        expect(taken.token).toBe(w2);
-        expect(taken.fencingToken).toBe(dead.record.fencingToken! + 1);
-        expect(queueTokens(taken)).toEqual([w1]);
-        const before = await mustRead(key);
-        // The same write again: the rvn changed, and a dequeuing write does not match its own token.
-        await expectRefused(await store.acquire(write(key, w2, { kind: 'takeover', rvn: watched.rvn! }, { queuedAt: 1 })), key, before);
-        await expectRefused(await store.acquire(write(key, w2, { kind: 'takeover', rvn: taken.rvn! }, { queuedAt: 0 })), key, before);
-      });
-
-      it("'handover' swaps the holder's token for the next one's; refused from a token that does not hold it; retry succeeds", async () => {
-        const key = newKey('handover');
+      it('takes a released record nobody waits on: the next ticket, the fence the release left; data replaced or dropped; released removed', async () => {
+        const key = newKey('reuse');
         const a = await take(key, { data: '"a"' });
-        const before = await mustRead(key);
-        await expectRefused(await store.acquire(write(key, tok(), { kind: 'handover', fromToken: tok() })), key, before);
-        const b = tok();
-        const handed = okRecord(await store.acquire(write(key, b, { kind: 'handover', fromToken: a.token })));
-        expect(handed).toMatchObject({ token: b, fencingToken: a.record.fencingToken! + 1, data: undefined });
-        const again = okRecord(await store.acquire(write(key, b, { kind: 'handover', fromToken: a.token })));
-        expect(again.fencingToken).toBe(handed.fencingToken! + 1);
-        // The previous holder's token releases nothing now.
-        expect(await store.release(key, a.token, LEASE)).toBe(false);
+        expect(await store.release(key, holdingOf(a), LEASE, 1_500)).toBe(true);
+        const freed = await mustRead(key);
+        expect(freed.head).toBe(freed.tail);
+        expect(freed.fencingToken).toBe(a.record.fencingToken! + 1);
+        const b = await take(key);
+        expect(b.record).toEqual({
+          key,
+          owner: ownerOf(b.token),
+          token: b.token,
+          rvn: expect.stringMatching(RVN),
+          leaseMs: LEASE,
+          // The release raised it for the next holder: one above the last holder's.
+          fencingToken: a.record.fencingToken! + 1,
+          acquiredAt: expect.any(Number),
+          updatedAt: b.record.acquiredAt,
+          data: undefined,
+          // Another holder took it: a retry of the last release is no longer recognised.
+          released: undefined,
+          lastHoldMs: 1_500,
+          head: freed.tail,
+          tail: freed.tail! + 1,
+          tailToken: undefined,
+          live: undefined,
+        });
+        expect(b.record.rvn).not.toBe(freed.rvn);
+        expect(b.record.acquiredAt).toBeGreaterThanOrEqual(freed.updatedAt!);
+        expect(await store.release(key, holdingOf(b), LEASE)).toBe(true);
+        const c = await take(key, { data: '"c"' });
+        expect(c.record).toMatchObject({ data: '"c"', head: b.record.tail, fencingToken: b.record.fencingToken! + 1 });
       });
 
       it('lets exactly one of many concurrent writers take a free record', async () => {
@@ -286,325 +225,628 @@ export function lockStoreContract(
         const results = await Promise.all(Array.from({ length: 8 }, () => store.acquire(write(key, tok(), { kind: 'free' }))));
         const winners = results.filter((r) => r.ok);
         expect(winners).toHaveLength(1);
-        expect((await mustRead(key)).token).toBe(winners[0]!.ok && winners[0]!.record.token);
+        const record = await mustRead(key);
+        expect(record.token).toBe(winners[0]!.ok && winners[0]!.record.token);
+        expect(record.tail).toBe(record.head! + 1);
       });
     });
 
-    // ---- enqueue / leave ----
+    // ---- acquire: 'handover' ----
+
+    describe("acquire 'handover'", () => {
+      it('swaps the holder for the new token: owner, lease, data, acquiredAt, a new rvn, fence + 1; head and tail stay', async () => {
+        const { key, holder, waiters } = await line('handover', 1, { data: '"a"', leaseMs: 4_000 });
+        const before = await mustRead(key);
+        const b = tok();
+        const at = Date.now();
+        const handed = okRecord(await store.acquire(write(key, b, { kind: 'handover', from: holdingOf(holder) }, { data: '"b"' })));
+        expect(handed).toEqual({
+          ...before,
+          owner: ownerOf(b),
+          token: b,
+          rvn: expect.stringMatching(RVN),
+          leaseMs: LEASE,
+          fencingToken: before.fencingToken! + 1,
+          acquiredAt: expect.any(Number),
+          updatedAt: handed.acquiredAt,
+          data: '"b"',
+        });
+        expect(handed.rvn).not.toBe(before.rvn);
+        expect(handed.acquiredAt).toBeGreaterThanOrEqual(at);
+        expect(handed).toMatchObject({ head: holder.ticket, tail: waiters[0]!.ticket + 1 });
+        expect(await store.read(key)).toEqual(handed);
+        // Without data, the new holder's record has none.
+        const c = tok();
+        const again = okRecord(await store.acquire(write(key, c, { kind: 'handover', from: { token: b, ticket: holder.ticket } })));
+        expect(again).toMatchObject({ token: c, data: undefined, head: holder.ticket, fencingToken: handed.fencingToken! + 1 });
+      });
+
+      it('retried by the new token succeeds again (re-applicable: the head does not move) and raises the fence again', async () => {
+        const key = newKey('handover-retry');
+        const a = await take(key);
+        const b = tok();
+        const first = okRecord(await store.acquire(write(key, b, { kind: 'handover', from: holdingOf(a) })));
+        const second = okRecord(await store.acquire(write(key, b, { kind: 'handover', from: holdingOf(a) })));
+        expect(second).toMatchObject({ token: b, head: first.head, tail: first.tail, fencingToken: first.fencingToken! + 1 });
+        expect(second.rvn).not.toBe(first.rvn);
+      });
+
+      it('leaves the previous holder nothing, even with its ticket still served: heartbeat, release and hand-over all fail', async () => {
+        const key = newKey('handover-old');
+        const a = await take(key);
+        const b = tok();
+        okRecord(await store.acquire(write(key, b, { kind: 'handover', from: holdingOf(a) })));
+        const before = await mustRead(key);
+        expect(before.head).toBe(a.ticket);
+        await expectRefused(await heartbeat(key, holdingOf(a)), key, before);
+        expect(await store.release(key, holdingOf(a), LEASE)).toBe(false);
+        expect(await store.read(key)).toEqual(before);
+        await expectRefused(await store.acquire(write(key, tok(), { kind: 'handover', from: holdingOf(a) })), key, before);
+      });
+
+      it('is refused from a token that does not hold it, from a waiter not yet served, and on a missing record', async () => {
+        const { key, waiters } = await line('handover-refused', 1);
+        const before = await mustRead(key);
+        await expectRefused(await store.acquire(write(key, tok(), { kind: 'handover', from: { token: tok() } })), key, before);
+        await expectRefused(await store.acquire(write(key, tok(), { kind: 'handover', from: holdingOf(waiters[0]!) })), key, before);
+        // A ticket alone does not hold while a token is written, even the one served.
+        await expectRefused(
+          await store.acquire(write(key, tok(), { kind: 'handover', from: { token: tok(), ticket: before.head } })),
+          key,
+          before,
+        );
+        const missing = newKey('handover-missing');
+        await expectRefused(
+          await store.acquire(write(missing, tok(), { kind: 'handover', from: { token: tok(), ticket: 0 } })),
+          missing,
+          undefined,
+        );
+      });
+
+      it('is accepted from a holding known only by its token (a lease id)', async () => {
+        const key = newKey('handover-token');
+        const a = await take(key);
+        const b = tok();
+        const handed = okRecord(await store.acquire(write(key, b, { kind: 'handover', from: { token: a.token } })));
+        expect(handed).toMatchObject({ token: b, fencingToken: a.record.fencingToken! + 1, head: a.ticket });
+      });
+
+      it('is accepted from a promoted waiter that has not written yet (no token, head = its ticket)', async () => {
+        const { key, holder, waiters } = await line('handover-promoted', 2);
+        const [w1, w2] = waiters as [Waiter, Waiter];
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        const promoted = await mustRead(key);
+        const b = tok();
+        const handed = okRecord(await store.acquire(write(key, b, { kind: 'handover', from: holdingOf(w1) })));
+        expect(handed).toMatchObject({
+          token: b,
+          owner: ownerOf(b),
+          head: w1.ticket,
+          tail: w2.ticket + 1,
+          fencingToken: promoted.fencingToken! + 1,
+        });
+        // The waiter's ticket is still served, but the token written now is the new holder's.
+        expect(await store.release(key, holdingOf(w1), LEASE)).toBe(false);
+      });
+    });
+
+    // ---- enqueue ----
 
     describe('enqueue', () => {
-      it('appends waiters in arrival order while the record is held, without a new rvn, updatedAt or fence', async () => {
+      it('hands out tickets in order behind the holder, changing only tail and tailToken (same rvn, updatedAt and fence)', async () => {
         const key = newKey('enqueue');
         const { record } = await take(key);
-        const [w1, w2, w3] = [tok(), tok(), tok()];
-        await enqueue(key, w1);
-        await enqueue(key, w2);
-        const last = await enqueue(key, w3);
-        expect(last.queue).toEqual([
-          { token: w1, owner: `owner-${w1.slice(0, 6)}` },
-          { token: w2, owner: `owner-${w2.slice(0, 6)}` },
-          { token: w3, owner: `owner-${w3.slice(0, 6)}` },
-        ]);
-        expect(last).toMatchObject({
-          token: record.token,
-          rvn: record.rvn,
-          updatedAt: record.updatedAt,
-          fencingToken: record.fencingToken,
-        });
-        expect(await store.read(key)).toEqual(last);
+        const w1 = await enqueue(key);
+        const w2 = await enqueue(key);
+        const w3 = await enqueue(key);
+        expect([w1.ticket, w2.ticket, w3.ticket]).toEqual([record.head! + 1, record.head! + 2, record.head! + 3]);
+        expect(w3.record).toEqual({ ...record, tail: record.head! + 4, tailToken: w3.token });
+        expect(isHeld(w3.record)).toBe(true);
+        expect(ticketsWaiting(w3.record)).toBe(3);
+        expect(await store.read(key)).toEqual(w3.record);
       });
 
-      it('refuses a token already queued (a retried enqueue)', async () => {
-        const key = newKey('enqueue-twice');
-        await take(key);
-        const w = tok();
-        await enqueue(key, w);
-        const before = await mustRead(key);
-        await expectRefused(await store.enqueue({ key, token: w, owner: 'x', leaseMs: LEASE }), key, before);
-      });
-
-      it("refuses the holder's own token: a waiter never queues behind itself", async () => {
-        const key = newKey('enqueue-own');
-        const held = await take(key);
-        const before = await mustRead(key);
-        await expectRefused(await store.enqueue({ key, token: held.token, owner: 'x', leaseMs: LEASE }), key, before);
-      });
-
-      it('refuses a missing record and a free one with nobody queued', async () => {
-        const missing = newKey('enqueue-missing');
-        await expectRefused(await store.enqueue({ key: missing, token: tok(), owner: 'x', leaseMs: LEASE }), missing, undefined);
+      it("on a free record serves the waiter's ticket at once: head = its ticket, held with no token; the rvn stays", async () => {
         const key = newKey('enqueue-free');
         const a = await take(key);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const before = await mustRead(key);
-        await expectRefused(await store.enqueue({ key, token: tok(), owner: 'x', leaseMs: LEASE }), key, before);
+        expect(await store.release(key, holdingOf(a), LEASE)).toBe(true);
+        const freed = await mustRead(key);
+        const w = await enqueue(key);
+        expect(w.ticket).toBe(freed.head);
+        expect(w.record).toEqual({ ...freed, tail: freed.tail! + 1, tailToken: w.token });
+        expect(w.record.token).toBeUndefined();
+        expect(isHeld(w.record)).toBe(true);
+        expect(ticketsWaiting(w.record)).toBe(0);
       });
 
-      it('accepts a free record while others are still queued (its head has not taken it yet)', async () => {
-        const key = newKey('enqueue-behind');
-        const a = await take(key);
-        const w1 = tok();
-        await enqueue(key, w1);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const w2 = tok();
-        expect(queueTokens(await enqueue(key, w2))).toEqual([w1, w2]);
-      });
-
-      it('keeps every one of many concurrent enqueues (no lost update)', async () => {
-        const key = newKey('enqueue-race');
-        await take(key);
-        const tokens = Array.from({ length: 8 }, tok);
-        const results = await Promise.all(tokens.map((token) => store.enqueue({ key, token, owner: 'x', leaseMs: LEASE })));
-        expect(results.every((r) => r.ok)).toBe(true);
-        expect(new Set(queueTokens(await store.read(key)))).toEqual(new Set(tokens));
-      });
-    });
-
-    describe('leave', () => {
-      it('takes the waiter at an index out of the queue; the rest keep their order', async () => {
-        const key = newKey('leave');
-        await take(key);
-        const [w1, w2, w3] = [tok(), tok(), tok()];
-        for (const w of [w1, w2, w3]) await enqueue(key, w);
-        const before = await mustRead(key);
-        const result = await store.leave(key, w2, 1);
-        expect(result.ok).toBe(true);
-        expect(result.ok && result.record.key).toBe(key);
-        const after = await mustRead(key);
-        expect(queueTokens(after)).toEqual([w1, w3]);
-        // The holder's record is untouched: same token, rvn, fence.
-        expect(after).toEqual({ ...before, queue: after.queue });
-      });
-
-      it('fails with a stale index or another token at it, changing nothing', async () => {
-        const key = newKey('leave-stale');
-        await take(key);
-        const [w1, w2, w3] = [tok(), tok(), tok()];
-        for (const w of [w1, w2, w3]) await enqueue(key, w);
-        expect((await store.leave(key, w2, 1)).ok).toBe(true);
-        const before = await mustRead(key);
-        await expectRefused(await store.leave(key, w3, 2), key, before); // w3 moved to 1
-        await expectRefused(await store.leave(key, w3, 0), key, before); // w1 is at 0
-        await expectRefused(await store.leave(key, w2, 1), key, before); // a retried leave
-        const missing = newKey('leave-missing');
-        await expectRefused(await store.leave(missing, w1, 0), missing, undefined);
-        expect((await store.leave(key, w3, 1)).ok).toBe(true);
-        expect(queueTokens(await store.read(key))).toEqual([w1]);
-      });
-
-      it('forgets the token, so it may queue again', async () => {
-        const key = newKey('leave-requeue');
-        await take(key);
-        const w = tok();
-        await enqueue(key, w);
-        expect((await store.leave(key, w, 0)).ok).toBe(true);
-        expect(queueTokens(await enqueue(key, w))).toEqual([w]);
-      });
-
-      it('rejects a negative index (DynamoDB: a malformed expression), changing nothing', async () => {
-        const key = newKey('leave-negative');
-        await take(key);
-        const w = tok();
-        await enqueue(key, w);
-        const before = await mustRead(key);
-        await expect(store.leave(key, w, -1)).rejects.toMatchObject({ name: 'ValidationException' });
-        expect(await store.read(key)).toEqual(before);
-      });
-    });
-
-    // ---- promote ----
-
-    describe('promote', () => {
-      it("moves the head's token, owner, lease (capped at the claim lease) and small data into the lock; fence + 1; released = promoter", async () => {
-        const key = newKey('promote');
-        const a = await take(key, { data: '"holder"' });
-        const [w1, w2] = [tok(), tok()];
-        await enqueue(key, w1, 60_000, '{"w":1}');
-        // Data over 256 bytes stays out of the queue: its waiter writes it once promoted.
-        await enqueue(key, w2, 2_000, JSON.stringify('x'.repeat(300)));
+      it('on a missing record creates it with the ticket served: head from the clock in microseconds, fence = head', async () => {
+        const key = newKey('enqueue-missing');
         const before = Date.now();
-        const promoted = okRecord(await store.promote(key, a.token, LEASE));
-        expect(promoted).toEqual({
+        const w = await enqueue(key);
+        const after = Date.now();
+        expect(w.record).toMatchObject({
           key,
-          owner: `owner-${w1.slice(0, 6)}`,
-          token: w1,
-          rvn: expect.stringMatching(/^[0-9a-f]{32}$/),
-          leaseMs: CLAIM_LEASE_MS,
-          fencingToken: a.record.fencingToken! + 1,
-          acquiredAt: expect.any(Number),
-          updatedAt: expect.any(Number),
-          data: '{"w":1}',
-          released: a.token,
-          queue: [{ token: w2, owner: `owner-${w2.slice(0, 6)}` }],
+          token: undefined,
+          owner: undefined,
+          tail: w.ticket + 1,
+          head: w.ticket,
+          fencingToken: w.ticket,
+          tailToken: w.token,
         });
-        expect(promoted.rvn).not.toBe(a.record.rvn);
-        expect(promoted.acquiredAt).toBeGreaterThanOrEqual(before);
-        expect(await store.read(key)).toEqual(promoted);
-        // A heartbeat can set the holder's lease and data.
-        const confirmed = okRecord(await store.heartbeat(key, w1, 60_000, 60_000, '{"w":2}'));
-        expect(confirmed).toMatchObject({ token: w1, leaseMs: 60_000, data: '{"w":2}', fencingToken: promoted.fencingToken });
-        // Next in line: a lease shorter than the claim lease is kept; its large data was not queued.
-        const next = okRecord(await store.promote(key, w1, LEASE));
-        expect(next).toMatchObject({
-          token: w2,
-          leaseMs: 2_000,
-          data: undefined,
-          released: w1,
-          fencingToken: promoted.fencingToken! + 1,
-          queue: [],
-        });
+        expect(w.ticket).toBeGreaterThanOrEqual(before * 1000);
+        expect(w.ticket).toBeLessThanOrEqual(after * 1000);
+        expect(isHeld(w.record)).toBe(true);
+        // A version to watch: should this first holder die before it writes, waiters can pass it.
+        expect(w.record.rvn).toEqual(expect.any(String));
+        expect(w.record.updatedAt).toBeGreaterThanOrEqual(before);
+        const passed = await store.enqueue({ key, token: 'next-waiter' });
+        expect(passed.ok).toBe(true);
+        expect(
+          okRecord(await store.skip({ key, rvn: w.record.rvn!, live: undefined, target: w.ticket + 1, holder: undefined })),
+        ).toMatchObject({ head: w.ticket + 1, fencingToken: w.ticket + 1 });
       });
 
-      it('fails with an empty queue, for a token that does not hold the lock, and when retried', async () => {
-        const key = newKey('promote-refused');
-        const a = await take(key);
-        let before = await mustRead(key);
-        await expectRefused(await store.promote(key, a.token, LEASE), key, before); // nobody queued
-        const w = tok();
-        await enqueue(key, w);
-        before = await mustRead(key);
-        await expectRefused(await store.promote(key, tok(), LEASE), key, before); // not the holder
-        await expectRefused(await store.promote(key, w, LEASE), key, before); // a waiter is not the holder
-        okRecord(await store.promote(key, a.token, LEASE));
-        before = await mustRead(key);
-        // A retried promotion fails; the record shows it happened (released = the promoter's token).
-        const retry = await store.promote(key, a.token, LEASE);
-        await expectRefused(retry, key, before);
-        expect(before.released).toBe(a.token);
-        const missing = newKey('promote-missing');
-        await expectRefused(await store.promote(missing, tok(), LEASE), missing, undefined);
+      it('on a missing record: the first write of the waiter served claims it', async () => {
+        const key = newKey('enqueue-claim');
+        const w = await enqueue(key);
+        expect(await store.read(key)).toEqual(w.record);
+        const claimed = okRecord(await heartbeat(key, holdingOf(w), { leaseMs: LEASE }));
+        expect(claimed).toMatchObject({ token: w.token, owner: ownerOf(w.token), head: w.ticket, fencingToken: w.ticket });
       });
 
-      it('hands the promoted waiter a lock it can renew and release', async () => {
-        const key = newKey('promote-then');
-        const a = await take(key);
-        const w = tok();
-        await enqueue(key, w);
-        okRecord(await store.promote(key, a.token, LEASE));
-        // Its token stays in the queued set while it holds (promote drops the promoter's): it cannot queue again yet.
-        const holding = await mustRead(key);
-        await expectRefused(await store.enqueue({ key, token: w, owner: 'x', leaseMs: LEASE }), key, holding);
-        const renewed = okRecord(await store.heartbeat(key, w, 20_000));
-        expect(renewed).toMatchObject({ token: w, leaseMs: 20_000 });
-        expect(await store.release(key, w, LEASE)).toBe(true);
-        // The record is free with nobody queued: 'free' takes it, and the promoted token may queue again later.
-        const b = await take(key);
-        expect(queueTokens(await enqueue(key, w))).toEqual([w]);
-        expect(b.record.fencingToken).toBe(renewed.fencingToken! + 1);
-      });
-    });
-
-    // Regression: a hand-over (or takeover) drops the previous holder's token from the queued set,
-    // which would otherwise grow on busy keys.
-    it("forgets a promoted holder's token once it hands the lock over: that token may queue again", async () => {
-      const key = newKey('queued-leak');
-      const a = await take(key);
-      const w = tok();
-      await enqueue(key, w);
-      okRecord(await store.promote(key, a.token, LEASE));
-      okRecord(await store.acquire(write(key, tok(), { kind: 'handover', fromToken: w })));
-      expect(queueTokens(await enqueue(key, w))).toEqual([w]);
-    });
-
-    // ---- heartbeat ----
-
-    describe('heartbeat', () => {
-      it('renews the rvn and updatedAt; keeps the lease when none is given, sets it otherwise; shows the queue', async () => {
-        const key = newKey('beat');
-        const a = await take(key, { leaseMs: 4_000, data: '"d"' });
-        const w = tok();
-        await enqueue(key, w);
-        const kept = okRecord(await store.heartbeat(key, a.token, undefined));
-        expect(kept.rvn).not.toBe(a.record.rvn);
-        expect(kept.updatedAt).toBeGreaterThanOrEqual(a.record.updatedAt!);
-        expect(kept).toMatchObject({
-          token: a.token,
-          leaseMs: 4_000,
-          data: '"d"',
-          fencingToken: a.record.fencingToken,
-          acquiredAt: a.record.acquiredAt,
-        });
-        expect(queueTokens(kept)).toEqual([w]);
-        const changed = okRecord(await store.heartbeat(key, a.token, 9_000, 9_000));
-        expect(changed.leaseMs).toBe(9_000);
-        expect(changed.rvn).not.toBe(kept.rvn);
-        expect(await store.read(key)).toEqual(changed);
-      });
-
-      it('fails for a token that does not hold the lock, reporting the record as it is', async () => {
-        const key = newKey('beat-wrong');
-        const a = await take(key);
+      it('refuses a retried enqueue (its token is the last ticket taken); a different token is accepted', async () => {
+        const key = newKey('enqueue-twice');
+        await take(key);
+        const w = await enqueue(key);
         const before = await mustRead(key);
-        await expectRefused(await store.heartbeat(key, tok(), 5_000), key, before);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const released = await mustRead(key);
-        await expectRefused(await store.heartbeat(key, a.token, undefined), key, released);
-        const missing = newKey('beat-missing');
-        await expectRefused(await store.heartbeat(missing, tok(), 5_000), missing, undefined);
+        const retry = await store.enqueue({ key, token: w.token });
+        await expectRefused(retry, key, before);
+        // The caller learns its ticket from the item: the last one taken is its own.
+        if (!retry.ok && retry.current) expect(retry.current.tailToken).toBe(w.token);
+        const other = await enqueue(key);
+        expect(other.ticket).toBe(w.ticket + 1);
+        // Only the last ticket is recognised: once another was taken, the same token takes a new one.
+        expect((await enqueue(key, w.token)).ticket).toBe(w.ticket + 2);
+      });
+
+      it('gives each of many concurrent enqueues its own ticket, consecutive (no lost update)', async () => {
+        const key = newKey('enqueue-race');
+        const { record } = await take(key);
+        const tokens = Array.from({ length: 8 }, tok);
+        const results = await Promise.all(tokens.map((token) => store.enqueue({ key, token })));
+        const tickets = results.map((r) => okRecord(r).tail! - 1);
+        expect([...tickets].sort((x, y) => x - y)).toEqual(Array.from({ length: 8 }, (_, i) => record.head! + 1 + i));
+        const after = await mustRead(key);
+        expect(after).toEqual({ ...record, tail: record.head! + 9, tailToken: expect.any(String) });
+        expect(tokens).toContain(after.tailToken);
+      });
+
+      it('on a missing record under concurrency: exactly one ticket is served, the others wait behind it in order', async () => {
+        const key = newKey('enqueue-race-missing');
+        const results = await Promise.all(Array.from({ length: 6 }, () => store.enqueue({ key, token: tok() })));
+        const tickets = results.map((r) => okRecord(r).tail! - 1).sort((x, y) => x - y);
+        const after = await mustRead(key);
+        expect(tickets).toEqual(Array.from({ length: 6 }, (_, i) => after.head! + i));
+        expect(after.tail).toBe(after.head! + 6);
+        expect(ticketsWaiting(after)).toBe(5);
       });
     });
 
     // ---- release ----
 
     describe('release', () => {
-      it('clears token, owner and data; keeps the fence, lease and queue; records the released token; new rvn', async () => {
-        const key = newKey('release');
-        const a = await take(key, { data: '"x"' });
-        const w = tok();
-        await enqueue(key, w);
+      it('serves the next ticket: head + 1, fence + 1, a new rvn, released = token, lastHoldMs; the holder attributes go', async () => {
+        const { key, holder, waiters } = await line('release', 2, { data: '"x"' });
         const before = await mustRead(key);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
+        expect(await store.release(key, holdingOf(holder), LEASE, 1_234.6)).toBe(true);
         const after = await mustRead(key);
         expect(after).toEqual({
           ...before,
-          owner: undefined,
-          token: undefined,
-          data: undefined,
-          released: a.token,
-          rvn: expect.stringMatching(/^[0-9a-f]{32}$/),
+          ...NO_HOLDER,
+          rvn: expect.stringMatching(RVN),
+          fencingToken: before.fencingToken! + 1,
           updatedAt: expect.any(Number),
+          released: holder.token,
+          lastHoldMs: 1_235,
+          head: waiters[0]!.ticket,
         });
         expect(after.rvn).not.toBe(before.rvn);
         expect(after.updatedAt).toBeGreaterThanOrEqual(before.updatedAt!);
+        // The next waiter holds by its ticket, before it writes anything.
+        expect(isHeld(after)).toBe(true);
+        expect(ticketsWaiting(after)).toBe(1);
       });
 
-      it('is true again for the same token (a retried release), false for any other token', async () => {
-        const key = newKey('release-twice');
+      it('frees the record when nobody waits (head = tail); a negative hold time is recorded as 0, none keeps the last one', async () => {
+        const key = newKey('release-free');
         const a = await take(key);
-        expect(await store.release(key, tok(), LEASE)).toBe(false);
-        expect((await mustRead(key)).token).toBe(a.token);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        const released = await mustRead(key);
-        expect(await store.release(key, a.token, LEASE)).toBe(true);
-        // The repeat writes nothing: waiters watching the record version are not reset.
-        expect(await mustRead(key)).toEqual(released);
-        const before = await mustRead(key);
-        expect(await store.release(key, tok(), LEASE)).toBe(false);
-        expect(await store.read(key)).toEqual(before);
-        // Once another holder took it, the old token releases nothing.
+        expect(await store.release(key, holdingOf(a), LEASE, -5)).toBe(true);
+        const freed = await mustRead(key);
+        expect(freed).toMatchObject({ ...NO_HOLDER, head: a.record.tail, tail: a.record.tail, fencingToken: a.record.fencingToken! + 1 });
+        expect(freed.lastHoldMs).toBe(0);
+        expect(isHeld(freed)).toBe(false);
+        expect(ticketsWaiting(freed)).toBe(0);
         const b = await take(key);
-        expect(await store.release(key, a.token, LEASE)).toBe(false);
-        expect((await mustRead(key)).token).toBe(b.token);
+        expect(await store.release(key, holdingOf(b), LEASE)).toBe(true);
+        expect((await mustRead(key)).lastHoldMs).toBe(0);
       });
 
-      // Regression: `released` records the promoter's token, but it must not let that stale token
-      // release the promoted holder's lock.
-      it('is false for a token that promoted the lock away: the promoted holder keeps it', async () => {
-        const key = newKey('release-after-promote');
+      it('is true again for the same holding (a retried release, nothing written), false for any other token', async () => {
+        const { key, holder } = await line('release-twice', 1);
+        expect(await store.release(key, { token: tok() }, LEASE)).toBe(false);
+        expect(await store.release(key, { token: tok(), ticket: holder.ticket }, LEASE)).toBe(false);
+        expect((await mustRead(key)).token).toBe(holder.token);
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        const released = await mustRead(key);
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        // The repeat writes nothing: waiters watching the record version are not reset.
+        expect(await store.read(key)).toEqual(released);
+        expect(await store.release(key, { token: tok() }, LEASE)).toBe(false);
+        expect(await store.read(key)).toEqual(released);
+      });
+
+      it('is accepted from a holding known only by its token (a lease id)', async () => {
+        const key = newKey('release-token');
         const a = await take(key);
-        const w = tok();
-        await enqueue(key, w);
-        okRecord(await store.promote(key, a.token, LEASE));
-        const before = await mustRead(key);
-        expect(await store.release(key, a.token, LEASE)).toBe(false);
-        expect(await store.read(key)).toEqual(before);
+        expect(await store.release(key, { token: a.token }, LEASE)).toBe(true);
+        expect(await mustRead(key)).toMatchObject({ token: undefined, released: a.token, head: a.record.tail });
+      });
+
+      it('recognises a retry by `released` until an acquisition replaces it: free and hand-over remove it', async () => {
+        const key = newKey('release-retry-later');
+        const a = await take(key);
+        expect(await store.release(key, holdingOf(a), LEASE)).toBe(true);
+        await take(key);
+        // The lost answer of a's release, retried after b took the lock: not recognised any more.
+        const held = await mustRead(key);
+        expect(held.released).toBeUndefined();
+        expect(await store.release(key, holdingOf(a), LEASE)).toBe(false);
+        expect(await store.read(key)).toEqual(held);
+
+        const line2 = await line('release-retry-handover', 1);
+        const [w1] = line2.waiters as [Waiter];
+        expect(await store.release(line2.key, holdingOf(line2.holder), LEASE)).toBe(true);
+        // Served, not yet written, then claimed: the release is still recognised.
+        expect(await store.release(line2.key, holdingOf(line2.holder), LEASE)).toBe(true);
+        okRecord(await heartbeat(line2.key, holdingOf(w1)));
+        expect(await store.release(line2.key, holdingOf(line2.holder), LEASE)).toBe(true);
+        okRecord(await store.acquire(write(line2.key, tok(), { kind: 'handover', from: holdingOf(w1) })));
+        expect((await mustRead(line2.key)).released).toBeUndefined();
+        expect(await store.release(line2.key, holdingOf(line2.holder), LEASE)).toBe(false);
+      });
+
+      it('recognises a retry after a skip too: a skip leaves `released` as it was', async () => {
+        const { key, holder, waiters } = await line('release-retry-skip', 2);
+        const [, w2] = waiters as [Waiter, Waiter];
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        const passed = okRecord(
+          await skip(key, await mustRead(key), w2.ticket, { holder: { token: w2.token, owner: 'w2', leaseMs: LEASE } }),
+        );
+        expect(passed.released).toBe(holder.token);
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        expect(await store.read(key)).toEqual(passed);
       });
 
       it('is false for a missing record, and creates none', async () => {
         const key = newKey('release-missing');
-        expect(await store.release(key, tok(), LEASE)).toBe(false);
+        expect(await store.release(key, { token: tok() }, LEASE)).toBe(false);
+        expect(await store.release(key, { token: tok(), ticket: 0 }, LEASE)).toBe(false);
         expect(await store.read(key)).toBeUndefined();
       });
+
+      it('is false for a waiter whose ticket is not served yet', async () => {
+        const { key, waiters } = await line('release-waiter', 2);
+        const before = await mustRead(key);
+        expect(await store.release(key, holdingOf(waiters[0]!), LEASE)).toBe(false);
+        expect(await store.release(key, holdingOf(waiters[1]!), LEASE)).toBe(false);
+        expect(await store.read(key)).toEqual(before);
+      });
+    });
+
+    // ---- a waiter promoted by a release ----
+
+    describe('a promoted waiter (no token, head = its ticket)', () => {
+      it('claims the lock with its first heartbeat: token, owner, acquiredAt, lease and data written; same fence and head', async () => {
+        const { key, holder, waiters } = await line('promoted-beat', 2);
+        const w1 = waiters[0]!;
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        const promoted = await mustRead(key);
+        const at = Date.now();
+        const claimed = okRecord(await heartbeat(key, holdingOf(w1), { owner: 'bob', leaseMs: 60_000, data: '{"w":1}' }));
+        expect(claimed).toEqual({
+          ...promoted,
+          owner: 'bob',
+          token: w1.token,
+          rvn: expect.stringMatching(RVN),
+          leaseMs: 60_000,
+          acquiredAt: expect.any(Number),
+          updatedAt: claimed.acquiredAt,
+          data: '{"w":1}',
+        });
+        expect(claimed.rvn).not.toBe(promoted.rvn);
+        expect(claimed.acquiredAt).toBeGreaterThanOrEqual(at);
+        expect(await store.read(key)).toEqual(claimed);
+        // From then on it holds by its token too; an owner already written is kept.
+        const renewed = okRecord(await heartbeat(key, { token: w1.token }, { owner: 'someone-else' }));
+        expect(renewed).toMatchObject({ owner: 'bob', token: w1.token, leaseMs: 60_000, acquiredAt: claimed.acquiredAt });
+        expect(await store.release(key, holdingOf(w1), LEASE)).toBe(true);
+        expect(await mustRead(key)).toMatchObject({ ...NO_HOLDER, head: waiters[1]!.ticket, released: w1.token });
+      });
+
+      it('can release without having written: the next ticket is served', async () => {
+        const { key, holder, waiters } = await line('promoted-release', 2);
+        const [w1, w2] = waiters as [Waiter, Waiter];
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        const promoted = await mustRead(key);
+        expect(await store.release(key, holdingOf(w1), LEASE, 10)).toBe(true);
+        const after = await mustRead(key);
+        expect(after).toEqual({
+          ...promoted,
+          rvn: expect.stringMatching(RVN),
+          updatedAt: expect.any(Number),
+          fencingToken: promoted.fencingToken! + 1,
+          released: w1.token,
+          lastHoldMs: 10,
+          head: w2.ticket,
+        });
+        expect(after.rvn).not.toBe(promoted.rvn);
+        // Known only by its token, a promoted waiter that never wrote holds nothing.
+        expect(await store.release(key, { token: w2.token }, LEASE)).toBe(false);
+        expect(await store.release(key, holdingOf(w2), LEASE)).toBe(true);
+        expect(isHeld(await mustRead(key))).toBe(false);
+      });
+
+      it('holds nothing once the head moved on (a stale ticket): heartbeat, release and hand-over fail', async () => {
+        const { key, holder, waiters } = await line('promoted-stale', 2);
+        const [w1, w2] = waiters as [Waiter, Waiter];
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        // Nobody heard from w1 for a whole claim lease: w2 passes it.
+        okRecord(await skip(key, await mustRead(key), w2.ticket));
+        const before = await mustRead(key);
+        expect(before).toMatchObject({ token: undefined, head: w2.ticket });
+        await expectRefused(await heartbeat(key, holdingOf(w1)), key, before);
+        expect(await store.release(key, holdingOf(w1), LEASE)).toBe(false);
+        expect(await store.read(key)).toEqual(before);
+        await expectRefused(await store.acquire(write(key, tok(), { kind: 'handover', from: holdingOf(w1) })), key, before);
+      });
+    });
+
+    // ---- heartbeat ----
+
+    describe('heartbeat', () => {
+      it('renews the rvn and updatedAt; keeps the lease and data unless given; keeps owner, acquiredAt, fence and the line', async () => {
+        const { key, holder, waiters } = await line('beat', 1, { leaseMs: 4_000, data: '"d"', owner: 'alice' });
+        const before = await mustRead(key);
+        const kept = okRecord(await heartbeat(key, holdingOf(holder), { owner: 'not-alice' }));
+        expect(kept).toEqual({ ...before, rvn: expect.stringMatching(RVN), updatedAt: expect.any(Number) });
+        expect(kept.rvn).not.toBe(before.rvn);
+        expect(kept.updatedAt).toBeGreaterThanOrEqual(before.updatedAt!);
+        // The answer shows the line: the holder learns how many wait.
+        expect(ticketsWaiting(kept)).toBe(1);
+        expect(kept.tail).toBe(waiters[0]!.ticket + 1);
+        const changed = okRecord(await heartbeat(key, holdingOf(holder), { leaseMs: 9_000, ttlLeaseMs: 9_000, data: '"e"' }));
+        expect(changed).toEqual({ ...kept, rvn: expect.stringMatching(RVN), updatedAt: expect.any(Number), leaseMs: 9_000, data: '"e"' });
+        expect(changed.rvn).not.toBe(kept.rvn);
+        expect(await store.read(key)).toEqual(changed);
+      });
+
+      it('fails for a token that does not hold the lock, a waiter not yet served, a released holder and a missing record', async () => {
+        const { key, holder, waiters } = await line('beat-wrong', 2);
+        const before = await mustRead(key);
+        await expectRefused(await heartbeat(key, { token: tok() }, { leaseMs: 5_000 }), key, before);
+        await expectRefused(await heartbeat(key, { token: tok(), ticket: holder.ticket }), key, before);
+        await expectRefused(await heartbeat(key, holdingOf(waiters[0]!)), key, before);
+        await expectRefused(await heartbeat(key, holdingOf(waiters[1]!)), key, before);
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        const released = await mustRead(key);
+        await expectRefused(await heartbeat(key, holdingOf(holder)), key, released);
+        await expectRefused(await heartbeat(key, holdingOf(waiters[1]!)), key, released);
+        const missing = newKey('beat-missing');
+        await expectRefused(await heartbeat(missing, { token: tok(), ticket: 0 }, { leaseMs: 5_000 }), missing, undefined);
+      });
+    });
+
+    // ---- skip ----
+
+    describe('skip', () => {
+      it('moves head to the target past a silent holder: fence + 1, a new rvn, the holder attributes go; the waiter served holds', async () => {
+        const { key, holder, waiters } = await line('skip', 3, { data: '"dead"' });
+        const [, w2, w3] = waiters as [Waiter, Waiter, Waiter];
+        const seen = await mustRead(key);
+        expect(seen.rvn).toBe(holder.record.rvn); // enqueueing keeps the record version
+        const at = Date.now();
+        const passed = okRecord(await skip(key, seen, w2.ticket));
+        expect(passed).toEqual({
+          ...seen,
+          ...NO_HOLDER,
+          rvn: expect.stringMatching(RVN),
+          fencingToken: seen.fencingToken! + 1,
+          updatedAt: expect.any(Number),
+          head: w2.ticket,
+        });
+        expect(passed.rvn).not.toBe(seen.rvn);
+        expect(passed.updatedAt).toBeGreaterThanOrEqual(at);
+        expect(passed.released).toBe(seen.released);
+        expect(isHeld(passed)).toBe(true);
+        expect(ticketsWaiting(passed)).toBe(1);
+        expect(await store.read(key)).toEqual(passed);
+        // The waiter served claims it with its first write; the passed holder holds nothing.
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(false);
+        expect(okRecord(await heartbeat(key, holdingOf(w2))).token).toBe(w2.token);
+        expect(w3.ticket).toBe(passed.tail! - 1);
+      });
+
+      it('to tail frees the record: nobody holds or waits, and a free acquisition takes it', async () => {
+        const { key, holder, waiters } = await line('skip-free', 1);
+        const seen = await mustRead(key);
+        const freed = okRecord(await skip(key, seen, seen.tail!));
+        expect(freed).toMatchObject({ ...NO_HOLDER, head: waiters[0]!.ticket + 1, tail: waiters[0]!.ticket + 1 });
+        expect(isHeld(freed)).toBe(false);
+        // The skip raised the fence for the next holder; a free acquisition takes it as it is.
+        expect(freed.fencingToken).toBe(holder.record.fencingToken! + 1);
+        expect((await take(key)).record.fencingToken).toBe(holder.record.fencingToken! + 1);
+      });
+
+      it('with a holder, the writer holds from that write: token, owner, lease, data (or none), acquiredAt', async () => {
+        const { key, waiters } = await line('skip-holder', 2, { data: '"dead"' });
+        const [w1, w2] = waiters as [Waiter, Waiter];
+        const seen = await mustRead(key);
+        const at = Date.now();
+        const mine = okRecord(
+          await skip(key, seen, w1.ticket, { holder: { token: w1.token, owner: 'carol', leaseMs: 3_000, data: '"w1"' } }),
+        );
+        expect(mine).toEqual({
+          ...seen,
+          owner: 'carol',
+          token: w1.token,
+          rvn: expect.stringMatching(RVN),
+          leaseMs: 3_000,
+          fencingToken: seen.fencingToken! + 1,
+          acquiredAt: expect.any(Number),
+          updatedAt: mine.acquiredAt,
+          data: '"w1"',
+          head: w1.ticket,
+        });
+        expect(mine.acquiredAt).toBeGreaterThanOrEqual(at);
+        expect(await store.read(key)).toEqual(mine);
+        // Without data, none is kept from the passed holder.
+        const next = okRecord(await skip(key, mine, w2.ticket, { holder: { token: w2.token, owner: 'dave', leaseMs: LEASE } }));
+        expect(next).toMatchObject({
+          token: w2.token,
+          owner: 'dave',
+          data: undefined,
+          head: w2.ticket,
+          fencingToken: mine.fencingToken! + 1,
+        });
+        expect(okRecord(await heartbeat(key, holdingOf(w2))).token).toBe(w2.token);
+      });
+
+      it('is refused at a renewed rvn (the holder is alive), on a missing record, beyond tail, and with a holder at tail', async () => {
+        const { key, holder } = await line('skip-renewed', 1);
+        const seen = await mustRead(key);
+        const renewed = okRecord(await heartbeat(key, holdingOf(holder)));
+        await expectRefused(await skip(key, seen, seen.head! + 1), key, renewed);
+        await expectRefused(await skip(key, renewed, renewed.tail! + 1), key, renewed);
+        // A holder holds by a ticket taken: `tail` is nobody's yet.
+        const writer = { token: tok(), owner: 'late', leaseMs: LEASE };
+        await expectRefused(await skip(key, renewed, renewed.tail!, { holder: writer }), key, renewed);
+        const missing = newKey('skip-missing');
+        await expectRefused(await store.skip({ key: missing, rvn: tok(), live: undefined, target: 1 }), missing, undefined);
+      });
+
+      it('is refused when the roll call changed since it was read; accepted at the roll call seen, for the live ticket', async () => {
+        const { key, waiters } = await line('skip-live', 3);
+        const [, w2, w3] = waiters as [Waiter, Waiter, Waiter];
+        const seen = await mustRead(key);
+        expect((await store.markAlive(key, seen.rvn!, w3.ticket)).ok).toBe(true);
+        let before = await mustRead(key);
+        // Read before anyone answered: a live waiter appeared since.
+        await expectRefused(await skip(key, seen, seen.head! + 1), key, before);
+        // Read after w3 answered, but w2 answered since.
+        expect((await store.markAlive(key, seen.rvn!, w2.ticket)).ok).toBe(true);
+        await expectRefused(await skip(key, before, w3.ticket), key, await mustRead(key));
+        before = await mustRead(key);
+        expect(before.live).toBe(w2.ticket);
+        const passed = okRecord(await skip(key, before, w2.ticket));
+        expect(passed).toMatchObject({ head: w2.ticket, live: undefined, token: undefined });
+        // A roll call that is over does not match a `live` seen during it.
+        await expectRefused(await store.skip({ key, rvn: passed.rvn!, live: w2.ticket, target: w3.ticket }), key, passed);
+      });
+    });
+
+    // ---- markAlive ----
+
+    describe('markAlive', () => {
+      it('records the smallest live ticket: a smaller one replaces it, a larger or equal one is refused; the rvn stays', async () => {
+        const { key, waiters } = await line('alive', 3);
+        const [, w2, w3] = waiters as [Waiter, Waiter, Waiter];
+        const seen = await mustRead(key);
+        const answer = await store.markAlive(key, seen.rvn!, w3.ticket);
+        expect(answer.ok).toBe(true);
+        // The answer carries the key alone.
+        expect(answer.ok && answer.record).toEqual({ key });
+        const marked = await mustRead(key);
+        expect(marked).toEqual({ ...seen, live: w3.ticket });
+        expect(okRecord(await store.markAlive(key, seen.rvn!, w2.ticket))).toEqual({ key });
+        const before = await mustRead(key);
+        expect(before).toEqual({ ...seen, live: w2.ticket });
+        await expectRefused(await store.markAlive(key, seen.rvn!, w3.ticket), key, before);
+        await expectRefused(await store.markAlive(key, seen.rvn!, w2.ticket), key, before);
+      });
+
+      it('is refused at another rvn, for a ticket not handed out (>= tail), and on a missing record', async () => {
+        const { key, waiters } = await line('alive-refused', 1);
+        const seen = await mustRead(key);
+        await expectRefused(await store.markAlive(key, tok(), waiters[0]!.ticket), key, seen);
+        await expectRefused(await store.markAlive(key, seen.rvn!, seen.tail!), key, seen);
+        await expectRefused(await store.markAlive(key, seen.rvn!, seen.tail! + 5), key, seen);
+        const missing = newKey('alive-missing');
+        await expectRefused(await store.markAlive(missing, tok(), 1), missing, undefined);
+        // The last ticket handed out is accepted.
+        expect((await store.markAlive(key, seen.rvn!, seen.tail! - 1)).ok).toBe(true);
+      });
+
+      it('ends with any write of the holder or of a change of holder: heartbeat, release, hand-over and skip remove live', async () => {
+        const { key, holder, waiters } = await line('alive-ends', 3);
+        const [w1, w2, w3] = waiters as [Waiter, Waiter, Waiter];
+        const mark = async (ticket: number) => {
+          const seen = await mustRead(key);
+          expect((await store.markAlive(key, seen.rvn!, ticket)).ok).toBe(true);
+          expect((await mustRead(key)).live).toBe(ticket);
+        };
+        await mark(w3.ticket);
+        expect(okRecord(await heartbeat(key, holdingOf(holder))).live).toBeUndefined();
+        await mark(w3.ticket);
+        const b = tok();
+        expect(okRecord(await store.acquire(write(key, b, { kind: 'handover', from: holdingOf(holder) }))).live).toBeUndefined();
+        await mark(w2.ticket);
+        expect(await store.release(key, { token: b }, LEASE)).toBe(true);
+        expect((await mustRead(key)).live).toBeUndefined();
+        expect((await mustRead(key)).head).toBe(w1.ticket);
+        await mark(w3.ticket);
+        const seen = await mustRead(key);
+        expect(okRecord(await skip(key, seen, w3.ticket)).live).toBeUndefined();
+      });
+    });
+
+    // ---- fencing across everything ----
+
+    it('gives every holder a fence one above the previous one (hand-over, release and skip raise it; free takes it) and never changes it otherwise', async () => {
+      const key = newKey('fence');
+      const fences: number[] = [];
+      const note = (record: LockRecord) => fences.push(record.fencingToken!);
+      const a = await take(key);
+      note(a.record); // 0: free
+      const b = tok();
+      note(okRecord(await store.acquire(write(key, b, { kind: 'handover', from: holdingOf(a) })))); // 1: hand-over
+      note(okRecord(await heartbeat(key, { token: b }, { leaseMs: 20_000 }))); // 1: heartbeat
+      const [w1, w2, w3] = [await enqueue(key), await enqueue(key), await enqueue(key)];
+      note(w3.record); // 1: enqueue
+      expect((await store.markAlive(key, w3.record.rvn!, w2.ticket)).ok).toBe(true);
+      note(await mustRead(key)); // 1: roll call
+      expect(await store.release(key, { token: b }, LEASE)).toBe(true);
+      note(await mustRead(key)); // 2: release, w1 served
+      note(okRecord(await heartbeat(key, holdingOf(w1), { leaseMs: LEASE }))); // 2: w1 claims it
+      note(okRecord(await skip(key, await mustRead(key), w2.ticket))); // 3: skip, w2 served
+      const seen = await mustRead(key);
+      note(okRecord(await skip(key, seen, w3.ticket, { holder: { token: w3.token, owner: 'w3', leaseMs: LEASE } }))); // 4: skip to the writer
+      expect(await store.release(key, holdingOf(w3), LEASE)).toBe(true);
+      const freed = await mustRead(key);
+      expect(isHeld(freed)).toBe(false);
+      note(freed); // 5: release, free: raised for the next holder
+      const c = await take(key);
+      note(c.record); // 5: free again takes it
+      const w4 = await enqueue(key);
+      expect(await store.release(key, holdingOf(c), LEASE)).toBe(true);
+      note(await mustRead(key)); // 6: release, w4 served
+      const w5 = await enqueue(key);
+      expect(await store.release(key, holdingOf(w4), LEASE)).toBe(true);
+      note(await mustRead(key)); // 7: release, w5 served
+      expect(await store.release(key, holdingOf(w5), LEASE)).toBe(true);
+      note(await mustRead(key)); // 8: free
+      note((await enqueue(key)).record); // 8: a ticket served at once takes it too
+      const base = fences[0]!;
+      expect(fences.map((f) => f - base)).toEqual([0, 1, 1, 1, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8]);
     });
 
     // ---- read / scanHeld ----
@@ -615,111 +857,54 @@ export function lockStoreContract(
         const key = newKey('copy');
         const write1 = write(key, tok(), { kind: 'free' }, { data: '"orig"' });
         const record = okRecord(await store.acquire(write1));
-        await enqueue(key, tok());
+        const w = await enqueue(key);
         const read = await mustRead(key);
         const snapshot = structuredClone(read);
         record.token = 'mutated';
-        read.queue.push({ token: 'mutated' });
+        w.record.tail = 0;
         read.data = 'mutated';
+        read.head = -1;
         write1.data = 'mutated';
         expect(await store.read(key)).toEqual(snapshot);
       });
 
-      it('scanHeld yields every held record whose key starts with the prefix, and no free one', async () => {
+      it('scanHeld yields every held record whose key starts with the prefix, a promoted waiter that has not written too, and no free one', async () => {
         const prefix = `${newKey('scan')}/`;
         const a = await take(`${prefix}a`, { data: '"a"' });
+        // b: its holder released it to a waiter that has not written yet.
         const b = await take(`${prefix}b`);
+        await enqueue(`${prefix}b`);
+        expect(await store.release(`${prefix}b`, holdingOf(b), LEASE)).toBe(true);
+        // c: released with nobody waiting.
         const c = await take(`${prefix}c`);
-        expect(await store.release(`${prefix}c`, c.token, LEASE)).toBe(true);
-        const other = await take(`${newKey('scan-other')}/a`);
+        expect(await store.release(`${prefix}c`, holdingOf(c), LEASE)).toBe(true);
+        // d: its silent holder passed with nobody left in line.
+        await take(`${prefix}d`);
+        const dSeen = await mustRead(`${prefix}d`);
+        okRecord(await skip(`${prefix}d`, dSeen, dSeen.tail!));
+        // e: a waiter whose enqueue found it missing holds it by its ticket.
+        await enqueue(`${prefix}e`);
+        await take(`${newKey('scan-other')}/a`);
         const found: LockRecord[] = [];
         for await (const record of store.scanHeld(prefix)) found.push(record);
         found.sort((x, y) => x.key.localeCompare(y.key));
-        expect(found).toEqual([await mustRead(a.record.key), await mustRead(b.record.key)]);
+        expect(found).toEqual([await mustRead(a.record.key), await mustRead(`${prefix}b`), await mustRead(`${prefix}e`)]);
+        expect(found[1]!.token).toBeUndefined();
+      });
+
+      it("scanHeld('') yields every held record of the store, and no free one", async () => {
+        const prefix = `${newKey('scan-all')}/`;
+        const a = await take(`${prefix}a`);
+        const b = await take(`${prefix}b`);
+        await enqueue(`${prefix}b`);
+        expect(await store.release(`${prefix}b`, holdingOf(b), LEASE)).toBe(true);
+        const c = await take(`${prefix}c`);
+        expect(await store.release(`${prefix}c`, holdingOf(c), LEASE)).toBe(true);
         const all: string[] = [];
         for await (const record of store.scanHeld('')) all.push(record.key);
-        expect(all).toEqual(expect.arrayContaining([a.record.key, b.record.key, other.record.key]));
+        expect(all).toEqual(expect.arrayContaining([a.record.key, `${prefix}b`]));
         expect(all).not.toContain(`${prefix}c`);
       });
-    });
-
-    // ---- DynamoDB's 400 KB item limit ----
-
-    describe('item size', () => {
-      /** The write failed as DynamoDB fails it: a client error, never retried, not transient. */
-      async function expectTooLarge(pending: Promise<unknown>): Promise<void> {
-        const error = await pending.then(
-          () => undefined,
-          (reason: unknown) => reason,
-        );
-        expect(error).toMatchObject({ name: 'ValidationException', message: ITEM_TOO_LARGE, $metadata: { httpStatusCode: 400 } });
-        expect(isTransientError(error)).toBe(false);
-      }
-
-      // With the key, owner, tokens, counters and TTL (~186 bytes), a holder's data of 408,900 bytes
-      // leaves ~514 of the 409,600: one waiter with 200 bytes of data (~321 bytes with its queue
-      // and set entries) fits, a second (~307) does not; a waiter without data (~107) still fits.
-      it('refuses a write that would make the item larger than 400 KB, changing nothing', async () => {
-        const key = newKey('full');
-        await expectTooLarge(store.acquire(write(key, tok(), { kind: 'free' }, { data: 'x'.repeat(409_600) })));
-        expect(await store.read(key)).toBeUndefined();
-
-        const holder = await take(key, { data: 'x'.repeat(408_900) });
-        await enqueue(key, tok(), LEASE, 'd'.repeat(200));
-        let before = await mustRead(key);
-        await expectTooLarge(store.enqueue({ key, token: tok(), owner: 'owner-late01', leaseMs: LEASE, data: 'd'.repeat(200) }));
-        expect(await store.read(key)).toEqual(before);
-        const small = tok();
-        expect(queueTokens(await enqueue(key, small))).toEqual([...queueTokens(before)!, small]);
-
-        before = await mustRead(key);
-        await expectTooLarge(store.heartbeat(key, holder.token, LEASE, LEASE, 'y'.repeat(409_100)));
-        expect(await store.read(key)).toEqual(before);
-        // Smaller writes still pass: a plain heartbeat, and the promotion that drops the big data.
-        okRecord(await store.heartbeat(key, holder.token, LEASE));
-        const promoted = okRecord(await store.promote(key, holder.token, LEASE));
-        expect(promoted.data).toBe('d'.repeat(200));
-      });
-
-      it('counts strings in UTF-8 bytes', async () => {
-        if (!traits.itemSizeInUtf8) return;
-        const key = newKey('utf8');
-        // 204,800 characters, 409,600 bytes.
-        await expectTooLarge(store.acquire(write(key, tok(), { kind: 'free' }, { data: 'é'.repeat(204_800) })));
-        expect(await store.read(key)).toBeUndefined();
-        expect((await take(key, { data: 'é'.repeat(204_000) })).record.data).toHaveLength(204_000);
-      });
-    });
-
-    // ---- fencing across everything ----
-
-    it('raises the fence by exactly one with every change of holder, and never otherwise', async () => {
-      const key = newKey('fence');
-      const fences: number[] = [];
-      const note = (record: LockRecord) => fences.push(record.fencingToken!);
-      const a = await take(key);
-      note(a.record);
-      const b = tok();
-      note(okRecord(await store.acquire(write(key, b, { kind: 'handover', fromToken: a.token })))); // handover
-      note(okRecord(await store.heartbeat(key, b, 20_000))); // no change
-      const [w1, w2, w3] = [tok(), tok(), tok()];
-      note(await enqueue(key, w1)); // no change
-      await enqueue(key, w2);
-      await enqueue(key, w3);
-      expect((await store.leave(key, w3, 2)).ok).toBe(true);
-      note(await mustRead(key)); // no change
-      note(okRecord(await store.promote(key, b, LEASE))); // promotion: w1
-      expect(await store.release(key, w1, LEASE)).toBe(true);
-      note(await mustRead(key)); // release keeps it
-      note(okRecord(await store.acquire(write(key, w2, { kind: 'head' }, { queuedAt: 0 })))); // head
-      const watched = await mustRead(key);
-      const heir = tok();
-      note(okRecord(await store.acquire(write(key, heir, { kind: 'takeover', rvn: watched.rvn! })))); // takeover
-      expect(await store.release(key, heir, LEASE)).toBe(true);
-      note(await mustRead(key));
-      note((await take(key)).record); // free again
-      const base = fences[0]!;
-      expect(fences.map((f) => f - base)).toEqual([0, 1, 1, 1, 1, 2, 2, 3, 4, 4, 5]);
     });
   });
 }

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { LockLostError, LockManager, MemoryLockStore } from '../../lib';
+import { ticketsWaiting } from '../../lib/store/lock-record';
 import { MemoryLogger } from '../support/lock-fixture';
 
 describe('MemoryLockStore', () => {
@@ -32,14 +33,37 @@ describe('MemoryLockStore', () => {
       owner: 'o',
       leaseMs: 1_000,
       data: '"x"',
-      condition: { kind: 'handover' as const, fromToken: 'nobody' },
+      condition: { kind: 'handover' as const, from: { token: 'nobody' } },
     };
     const pending = store.acquire({ ...write, condition: { kind: 'free' } });
     write.data = 'changed after the call';
     const result = await pending;
     expect(result.ok && result.record.data).toBe('"x"');
-    if (result.ok) result.record.queue.push({ token: 'intruder' });
-    expect((await store.read('k'))?.queue).toEqual([]);
+    const stored = await store.read('k');
+    const snapshot = structuredClone(stored);
+    if (result.ok) Object.assign(result.record, { token: 'intruder', head: 0, tail: 0 });
+    Object.assign(stored!, { data: 'intruder', live: 1 });
+    expect(await store.read('k')).toEqual(snapshot);
+    expect(snapshot).toMatchObject({ token: 't1', data: '"x"' });
+  });
+
+  it('copies holdings and skip writes too: changing them after the call changes nothing it applies', async () => {
+    const store = new MemoryLockStore();
+    const taken = await store.acquire({ key: 'k', token: 't1', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } });
+    const head = taken.ok ? taken.record.head! : Number.NaN;
+    await store.enqueue({ key: 'k', token: 'w1' });
+    await store.enqueue({ key: 'k', token: 'w2' });
+    const holding = { token: 't1', ticket: head };
+    const released = store.release('k', holding, 1_000);
+    holding.token = 'changed after the call';
+    expect(await released).toBe(true);
+    // w1 stayed silent: w2 passes it and holds from its own ticket.
+    const seen = await store.read('k');
+    const skip = { key: 'k', rvn: seen!.rvn!, live: undefined, target: head + 2, holder: { token: 'w2', owner: 'o2', leaseMs: 500 } };
+    const skipped = store.skip(skip);
+    skip.holder.token = 'changed after the call';
+    const result = await skipped;
+    expect(result.ok && result.record).toMatchObject({ token: 'w2', owner: 'o2', released: 't1', head: head + 2, tail: head + 3 });
   });
 
   it('clear() forgets every record', async () => {
@@ -73,5 +97,38 @@ describe('MemoryLockStore', () => {
     await jest.advanceTimersByTimeAsync(2_000);
     expect(heir?.fencingToken).toBe(silent.fencingToken + 1);
     await Promise.all([m1.close(), m2.close()]);
+  });
+  it('under fake timers, serves the waiters of other instances in the order they took their tickets', async () => {
+    jest.useFakeTimers();
+    const store = new MemoryLockStore();
+    const instance = (ownerName: string) => new LockManager({ store, verifyTable: false, ownerName, logger: new MemoryLogger() });
+    const managers = [instance('m1'), instance('m2'), instance('m3')] as const;
+    const [m1, m2, m3] = managers;
+    const first = await m1.acquire('job');
+    const order: string[] = [];
+    const waitFor = (manager: LockManager, name: string) =>
+      manager.acquire('job', { wait: '1m' }).then((lock) => {
+        order.push(name);
+        return lock;
+      });
+    const second = waitFor(m2, 'm2');
+    await jest.advanceTimersByTimeAsync(100);
+    const third = waitFor(m3, 'm3');
+    await jest.advanceTimersByTimeAsync(100);
+    expect(ticketsWaiting(await store.read('job'))).toBe(2);
+    expect(await first.release()).toBe(true);
+    await jest.advanceTimersByTimeAsync(5_000);
+    const lock2 = await second;
+    expect(order).toEqual(['m2']);
+    expect(lock2.fencingToken).toBe(first.fencingToken + 1);
+    expect(await lock2.release()).toBe(true);
+    await jest.advanceTimersByTimeAsync(5_000);
+    const lock3 = await third;
+    expect(order).toEqual(['m2', 'm3']);
+    expect(lock3.fencingToken).toBe(first.fencingToken + 2);
+    expect(await lock3.release()).toBe(true);
+    expect(await store.read('job')).toMatchObject({ token: undefined, head: expect.any(Number) });
+    expect(ticketsWaiting(await store.read('job'))).toBe(0);
+    await Promise.all(managers.map((manager) => manager.close()));
   });
 });
