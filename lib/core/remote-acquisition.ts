@@ -22,6 +22,8 @@ const POLL_GROWTH = 1.5;
  * stops gracefully (a release) is noticed within about this, at ten reads a second at most.
  */
 const NEXT_IN_LINE_POLL_MS = 100;
+/** Beyond this many tickets ahead, a waiter reads once early, to check the line's pace. */
+const FAR_TURNS = 4;
 
 /** What a remote acquisition needs from the manager. */
 export interface AcquisitionHost {
@@ -469,13 +471,18 @@ export class RemoteAcquisition {
     const estimate = this.holdEstimate();
     if (estimate === undefined) return (this.lastAnswerAt + now) / 2;
     const served = head !== undefined && this.holderHead !== undefined ? Math.max(1, head - this.holderHead) : 1;
-    const started = this.holderSince + estimate + (served - 1) * this.cycleMs(estimate) + this.rttMs;
+    const started = this.holderSince + estimate + (served - 1) * this.cycleMs(estimate, served) + this.rttMs;
     return Math.min(now, Math.max(this.lastAnswerAt, started));
   }
 
-  /** A turn of the line: a usual hold, the release write, and the next holder's read that finds it. */
-  private cycleMs(hold: number): number {
-    return hold + 2.5 * this.rttMs;
+  /**
+   * A turn of the line: a usual hold, the release write, and the next holder's read that finds it.
+   * Over many turns, the pace this process measured between its own grants. (Not for the last
+   * turns: that pace includes how late waiters read, and waiters timed by it would read later still.)
+   */
+  private cycleMs(hold: number, turns: number): number {
+    const measured = turns > FAR_TURNS ? this.host.history.cycleEstimate(this.waiter.storedKey) : undefined;
+    return measured ?? hold + 2.5 * this.rttMs;
   }
 
   /**
@@ -492,12 +499,12 @@ export class RemoteAcquisition {
     const { maxPollMs } = this.host.options;
     let delay: number | undefined;
     if (hold !== undefined && this.pollStreak === 0) {
-      // This ticket is served by the release of the waiter ahead: the holder's, then one turn of
-      // the line per ticket in between. The read aims just after it lands (a read too early costs
-      // one more); far off, a first read at four fifths of the way measures the line's pace again.
-      const turn = this.holderSince + hold + (position - 1) * this.cycleMs(hold) + this.rttMs / 2;
-      const away = turn - now;
-      if (away > 4 * this.cycleMs(hold)) delay = 0.8 * away;
+      // This ticket is served one turn of the line after each ticket ahead of it, counted from
+      // when the holder got the lock. The read aims just after the release lands (a read too
+      // early costs one more); far off, a first read a little early checks the line's pace.
+      const cycle = this.cycleMs(hold, position);
+      const away = this.holderSince + hold + (position - 1) * cycle + this.rttMs / 2 - now;
+      if (position > FAR_TURNS) delay = away - Math.max(2 * cycle, 0.15 * away);
       else if (away > POLL_MIN_MS) delay = position <= 1 ? Math.min(away, maxPollMs) : away;
     }
     if (delay === undefined) {

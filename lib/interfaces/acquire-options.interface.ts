@@ -11,7 +11,7 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Lease of this lock; default the module's `leaseDuration`. */
   leaseDuration?: Duration;
-  /** JSON-serialisable payload stored with the lock and shown by `inspect()`. */
+  /** JSON-serialisable payload stored with the lock and shown by `inspect()`: at most 1 KB as JSON. */
   data?: unknown;
   /**
    * Renew the lease in the background while the lock is held (default `true`). With `false`
