@@ -3,8 +3,10 @@
  * the counting proxy, prints a markdown table per scenario, and writes the results (see the
  * end of this file). Expects the library built in dist/ (the npm scripts build it first).
  *
- * Options: --quick (CI smoke, < 1 min), --dynamodb-local (else dynalite; env DYNAMODB_ENDPOINT
+ * Options: --quick (CI smoke, about 1 min), --dynamodb-local (else dynalite; env DYNAMODB_ENDPOINT
  * for any server), --only=scenario,... , --systems=dlc,raw (ours always runs), --no-docs.
+ * `--only=waiting` also runs the cross-process scenario's 20 ms hold (ours and raw polling): the
+ * waiting table takes its throughput row from there.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -18,6 +20,7 @@ import * as inProcess from './scenarios/in-process.mjs';
 import * as crossProcess from './scenarios/cross-process.mjs';
 import * as takeover from './scenarios/takeover.mjs';
 import * as scale from './scenarios/scale.mjs';
+import * as waiting from './scenarios/waiting.mjs';
 import { machineAndVersions } from './report/environment.mjs';
 import { docsPage, scenarioTables } from './report/markdown.mjs';
 import { chartSvg } from './report/svg.mjs';
@@ -34,7 +37,7 @@ const only = option('only');
 /** `--systems=ours,raw` compares fewer locks (ours is always in: every ratio is to it). */
 const locks = LOCKS.filter((id) => id === 'ours' || (option('systems') ?? LOCKS).includes(id));
 
-/** Sizes per mode: quick is a CI smoke test (< 1 min); full gives stable figures in a few minutes. */
+/** Sizes per mode: quick is a CI smoke test (about 1 min); full gives stable figures in about 7 minutes. */
 const MODES = {
   quick: {
     uncontended: { rounds: 2, cycles: 25 },
@@ -49,6 +52,18 @@ const MODES = {
     },
     takeover: { trials: 1, leaseMs: 2_000, heldMs: 400 },
     scale: { systems: ['ours'], n: 1_000, windowMs: 10_000, leaseMs: 6_000 },
+    waiting: {
+      processes: 4,
+      holdMs: 20,
+      settleMs: 500,
+      fifoSlackMs: 25,
+      rows: [
+        { n: 4, windowMs: 1_000 },
+        { n: 64, windowMs: 2_000 },
+      ],
+      graceful: { trials: 1, waitMs: 400, jitterMs: 400 },
+      deadWaiters: { trials: 1, k: 3, leaseMs: 1_000, enqueueMs: 250 },
+    },
   },
   full: {
     uncontended: { rounds: 5, cycles: 100 },
@@ -64,9 +79,40 @@ const MODES = {
     takeover: { trials: 2, leaseMs: 2_000, heldMs: 1_500 },
     // The comparators hold for 2 heartbeat intervals only: their per-lock figures do not need more.
     scale: { systems: ['ours', 'dlc', 'raw'], n: 10_000, windowMs: 60_000, otherWindowMs: 20_000, leaseMs: 30_000 },
+    waiting: {
+      processes: 4,
+      holdMs: 20,
+      settleMs: 2_000,
+      fifoSlackMs: 25,
+      rows: [
+        { n: 4, windowMs: 10_000 },
+        { n: 64, windowMs: 20_000 },
+        { n: 200, windowMs: 20_000 },
+        // 250 managers per process start in ~30 ms; what loads the machine is the lock's requests
+        // (the row is flagged when the workers' event loops lag). `{ n, skip: 'why' }` skips a row.
+        { n: 1_000, windowMs: 30_000 },
+      ],
+      graceful: { trials: 5, waitMs: 1_000, jitterMs: 1_000 },
+      deadWaiters: { trials: 3, k: 3, leaseMs: 1_000 },
+    },
   },
 };
-const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale };
+const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting };
+
+/**
+ * What a scenario runs with: `--only=waiting` also runs the cross-process 20 ms hold, and
+ * whenever waiting runs, the cross-process scenario includes raw polling (the throughput row's
+ * comparator).
+ */
+function planFor(name) {
+  const selected = (n) => !only || only.includes(n);
+  if (name !== 'crossProcess' || !selected('waiting')) return selected(name) ? { ctx, settings: MODES[mode][name] } : null;
+  const settings = MODES[mode].crossProcess;
+  return {
+    ctx: { ...ctx, locks: LOCKS.filter((id) => ctx.locks.includes(id) || id === 'raw') },
+    settings: selected(name) ? settings : { ...settings, holds: settings.holds.filter((h) => h.holdMs === 20) },
+  };
+}
 
 const mode = quick ? 'quick' : 'full';
 const started = wall();
@@ -89,10 +135,11 @@ process.stderr.write(`bench: ${mode} mode, ${server.name} ${server.version} at $
 const results = {};
 try {
   for (const [name, scenario] of Object.entries(SCENARIOS)) {
-    if (only && !only.includes(name)) continue;
+    const plan = planFor(name);
+    if (!plan) continue;
     const t0 = wall();
     process.stderr.write(`bench: ${name} ...`);
-    results[name] = await scenario.run(ctx, MODES[mode][name]);
+    results[name] = await scenario.run(plan.ctx, plan.settings);
     process.stderr.write(` ${((wall() - t0) / 1000).toFixed(1)} s\n`);
   }
 } finally {

@@ -224,8 +224,172 @@ export function scenarioTables(report) {
       ),
     );
   }
+  if (results.waiting) {
+    const w = waitingTables(results.waiting, results.crossProcess?.hold20);
+    out.push(w.markdown);
+    checks.push(...w.checks);
+  }
   return { markdown: out.join('\n'), checks };
 }
+
+/** Targets of the waiting redesign, per N (absent: none at that N). */
+const WAITING_TARGETS = {
+  wcu: { 4: 2.5, 64: 3.5, 200: 3.5 },
+  rcu: { 4: 3, 64: 4, 200: 4 },
+  minShare: { 64: 0.5 },
+};
+/** Acquisitions per participant, on average, below which a window is too short to judge fairness. */
+const FAIRNESS_MIN_ROUNDS = 3;
+const kb = (v) => (v === null || v === undefined ? '–' : v >= 1024 ? `${(v / 1024).toFixed(1)} KB` : `${v} B`);
+
+/**
+ * Scenario 7: a table per N (metrics down, one column per N, each figure with its target and
+ * verdict), then the stops and the throughput row (ours next to raw polling).
+ */
+function waitingTables(r, hold20) {
+  const checks = [];
+  const rows = r.rows;
+  const live = rows.filter((x) => !x.skipped);
+  const check = (metric, n, value, target) => {
+    if (!target || value === null || value === undefined) return '';
+    const pass = target.pass(value);
+    checks.push({
+      scenario: 'waiting',
+      metric: n === null ? metric : `${metric}, N = ${n}`,
+      value,
+      target: target.text,
+      pass,
+      ...(pass ? {} : { missBy: target.missBy(value) }),
+    });
+    return ` · ${target.text} ${pass ? 'pass' : '**miss**'}`;
+  };
+  const perN = [
+    { metric: 'acquisitions counted', get: (x) => x.acquisitions, fmt: num },
+    { metric: 'acquisitions/s', get: (x) => x.perSecond, fmt: num },
+    {
+      metric: 'WCU per acquisition',
+      get: (x) => x.wcuPerAcquisition,
+      fmt: num,
+      target: ({ n }) => WAITING_TARGETS.wcu[n] && atMost(WAITING_TARGETS.wcu[n]),
+    },
+    {
+      metric: 'RCU per acquisition',
+      get: (x) => x.rcuPerAcquisition,
+      fmt: num,
+      target: ({ n }) => WAITING_TARGETS.rcu[n] && atMost(WAITING_TARGETS.rcu[n]),
+    },
+    {
+      metric: '… computed from item sizes (WCU / RCU)',
+      get: (x) => `${num(x.computedWcuPerAcquisition)} / ${num(x.computedRcuPerAcquisition)}`,
+      fmt: (v) => v,
+    },
+    { metric: '… WCU of failed conditional writes', get: (x) => x.failedWriteWcuPerAcquisition, fmt: num },
+    {
+      metric: 'write / read requests per acquisition',
+      get: (x) => `${num(x.writesPerAcquisition)} / ${num(x.readsPerAcquisition)}`,
+      fmt: (v) => v,
+    },
+    { metric: 'largest item', get: (x) => x.maxItemBytes, fmt: kb, target: () => atMost(2048, kb) },
+    {
+      metric: `smallest share / mean share (judged with ≥ ${FAIRNESS_MIN_ROUNDS} acquisitions per participant)`,
+      get: (x) => x.minShare,
+      fmt: num,
+      // A window too short for every participant to get the lock a few times says nothing of fairness.
+      target: ({ n, acquisitions }) =>
+        acquisitions >= FAIRNESS_MIN_ROUNDS * n && WAITING_TARGETS.minShare[n] ? atLeast(WAITING_TARGETS.minShare[n]) : undefined,
+      note: ({ n, acquisitions }) =>
+        WAITING_TARGETS.minShare[n] && acquisitions < FAIRNESS_MIN_ROUNDS * n ? ' · window too short to judge' : '',
+    },
+    { metric: 'participants without a grant', get: (x) => x.participantsWithoutGrant, fmt: num },
+    {
+      metric: `FIFO inversions (overtook a caller of the same process that asked ≥ ${r.fifoSlackMs} ms earlier)`,
+      get: (x) => x.fifoInversions,
+      fmt: num,
+      target: () => exactly(0, 0),
+    },
+    { metric: '… with no slack (any earlier caller)', get: (x) => x.fifoInversionsAnySlack, fmt: num },
+    { metric: 'overlaps (two holders > 2 ms)', get: (x) => x.overlaps, fmt: num, target: () => exactly(0, 0) },
+    { metric: 'event-loop delay p99 in the workers', get: (x) => x.eventLoopP99Ms, fmt: ms },
+    { metric: 'row time (start-up + settle + window)', get: (x) => x.rowSeconds, fmt: (v) => (v == null ? '–' : `${num(v, 1)} s`) },
+    {
+      metric: 'errors (acquire / release)',
+      get: (x) => Object.values(x.errors ?? {}).reduce((a, b) => a + b, 0) + x.otherErrors,
+      fmt: num,
+    },
+  ];
+  const head = ['metric', ...rows.map((x) => `N = ${x.n}`)];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`];
+  for (const row of perN) {
+    const cells = rows.map((x) => {
+      if (x.skipped) return 'skipped';
+      const v = row.get(x);
+      return `${row.fmt(v)}${check(row.metric, x.n, v, row.target?.(x))}${row.note?.(x) ?? ''}`;
+    });
+    lines.push(`| ${[row.metric, ...cells].join(' | ')} |`);
+  }
+  const skipped = rows.filter((x) => x.skipped).map((x) => `N = ${x.n} was skipped: ${x.skipped}.`);
+  const overloaded = live
+    .filter((x) => x.overloaded)
+    .map(
+      (x) =>
+        `**N = ${x.n}: the worker processes lagged (event-loop delay p99 ${ms(x.eventLoopP99Ms)} > ${ms(x.overloadP99Ms)}): this machine did not keep up with the row's request rate, so its figures measure the machine as much as the lock.**`,
+    );
+  const distinct = (f) => [...new Set(live.map((x) => x.capacitySource[f]))].join(' / ');
+  const failed = live.filter((x) => x.capacitySource.failedWrites !== 'none').map((x) => `N = ${x.n}: ${x.capacitySource.failedWrites}`);
+  const source = live.length
+    ? `writes ${distinct('writes')}, reads ${distinct('reads')}; failed conditional writes: ${failed.length ? failed.join('; ') : 'none'}`
+    : '–';
+  const note =
+    `N participants on one key, each its own \`LockManager\` (as separate instances would be; library defaults: 30 s lease), spread over up to ${r.processes} processes; each loops acquire (wait) → hold ${r.holdMs} ms → release. Counted after ${num(r.settleMs / 1000, 1)} s of settling, over ${live.map((x) => `${num(x.windowMs / 1000, 0)} s`).join(' / ')}. Capacity is what DynamoDB bills (write units, strongly consistent read units), metered by the counting proxy: ${source}. ${[...skipped, ...overloaded].join(' ')}`.trim();
+
+  const g = r.graceful;
+  const d = r.deadWaiters;
+  const stops = {
+    ours: {
+      gracefulP50: g?.fromSignalMs.p50,
+      gracefulMax: g?.fromSignalMs.max,
+      deadMax: d?.fromReleaseMs.max,
+      deadP50: d?.fromReleaseMs.p50,
+      deadPeriods: d?.claimPeriods.max,
+      deadFullClaims: d?.fromReleaseMs.max == null ? null : round3(d.fromReleaseMs.max / 5_000),
+      throughput: hold20 ? round3(hold20.ours.perSecond / (1000 / hold20.ours.holdMs)) : null,
+    },
+    raw: { throughput: hold20?.raw ? round3(hold20.raw.perSecond / (1000 / hold20.raw.holdMs)) : null },
+  };
+  const stopRows = [
+    {
+      metric: `graceful stop → next holder, p50 (${g?.trials ?? 0} trial(s), 30 s lease)`,
+      get: (x) => x.gracefulP50,
+      fmt: ms,
+      target: atMost(100, ms),
+    },
+    { metric: '… max', get: (x) => x.gracefulMax, fmt: ms },
+    {
+      metric: `${d?.k ?? '–'} dead queued waiters: release → live waiter's grant, max (${d?.trials ?? 0} trial(s))`,
+      get: (x) => x.deadMax,
+      fmt: ms,
+      ...(d ? { target: atMost(d.claimMs, ms) } : {}),
+    },
+    { metric: '… p50', get: (x) => x.deadP50, fmt: ms },
+    { metric: `… in claim periods of ${d?.claimMs ?? '–'} ms (max)`, get: (x) => x.deadPeriods, fmt: num },
+    { metric: '… in uncapped 5 s claim leases (max)', get: (x) => x.deadFullClaims, fmt: num },
+    {
+      metric: `4 processes × 20 ms holds: acquisitions/s as a fraction of 1000 / hold${hold20 ? ' (from scenario 3)' : ' (scenario 3 did not run)'}`,
+      get: (x) => x.throughput,
+      fmt: pct,
+      target: atLeast(0.8, pct),
+    },
+  ];
+  const t = table('waiting', stopRows, stops, ['ours', 'raw']);
+  checks.push(...t.checks);
+  const stopNote = `Graceful stop: a process holds the key with default settings, another waits; the holder gets SIGTERM and runs \`manager.close()\`; from the signal to the waiter's grant. Dead queued waiters: lease ${d?.leaseMs ?? '–'} ms (claim period ${d?.claimMs ?? '–'} ms: 5 s capped by the lease); ${d?.k ?? '–'} waiters queue behind the holder, then a live one; the ${d?.k ?? '–'} are SIGKILLed while queued (queue entries seen in the item, as its longest list attribute: ${d?.queueSeen?.map((v) => v ?? 'none').join(', ') ?? '–'}), then the holder releases; the target is one claim period in all, not one per dead waiter (a waiter that cannot know a dead waiter's lease may wait a whole 5 s claim lease: the table shows that measure too). Throughput: scenario 3's 20 ms hold, against 1000 / hold (no round trips allowed for).`;
+  return {
+    markdown: `### 7. Waiting at scale (billed capacity)\n\n${note}\n\n${lines.join('\n')}\n\n${stopNote}\n\n${t.text}\n`,
+    checks,
+  };
+}
+
+const round3 = (v) => Math.round(v * 1000) / 1000;
 
 export function docsPage(report, tables) {
   const { meta, checks } = report;
@@ -258,11 +422,12 @@ ${misses.length ? `## Targets missed in this run\n\n${misses.map((m) => `- ${m.s
 ## How to run
 
 \`\`\`sh
-npm run bench                        # full run on dynalite (about 5 minutes); rewrites this page
-npm run bench:quick                  # CI smoke test, under a minute; keeps this page (--no-docs)
+npm run bench                        # full run on dynalite (about 7 minutes); rewrites this page
+npm run bench:quick                  # CI smoke test, about a minute; keeps this page (--no-docs)
 npm run bench -- --dynamodb-local    # against DynamoDB Local (needs Java 17+)
 DYNAMODB_ENDPOINT=http://127.0.0.1:8000 npm run bench   # any local DynamoDB-compatible server (plain HTTP)
 npm run bench -- --only=crossProcess,takeover --systems=raw --no-docs   # some scenarios, fewer comparators
+npm run bench -- --dynamodb-local --only=waiting --no-docs   # billed capacity while waiting (+ scenario 3's 20 ms hold)
 \`\`\`
 
 Every run writes \`bench/results/<mode>-<server>.json\` (the last run of each kind); without \`--no-docs\` it is also
@@ -288,6 +453,11 @@ process plumbing), \`bench/report/\` (tables, this page, the chart).
   overshoots by about 1 ms, which alone would cost 4% against the limit.
 - The contention scenarios give every system the same lease (${meta.settings.contentionLeaseMs} ms) and heartbeat (a third of it).
   dynamodb-lock-client waits a full lease whenever it sees the lock held, so a longer lease makes it slower still.
+- **Billed capacity** (scenario 7): the proxy asks the server for \`ReturnConsumedCapacity: TOTAL\` on the
+  scenario's tables and sums write and read units (server-reported where the server gives them; DynamoDB Local and
+  dynalite both do for successful requests). A failed conditional write is billed like a write of the item's size:
+  from the item returned with the failure (\`ALL_OLD\`; DynamoDB Local returns it), else 1 WCU (dynalite returns
+  none). The same figures computed from item sizes (DynamoDB's size rules, approximately) are shown as a cross-check.
 - Absolute figures depend on this machine and on a local server with ~1 ms round trips; the ratios are what
   carries over. DynamoDB itself has RTTs of several milliseconds, which makes polling relatively cheaper in requests
   per second but not in requests per acquisition.

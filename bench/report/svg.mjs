@@ -1,6 +1,7 @@
 /**
  * The benchmark chart, hand-written SVG (no dependencies): small grouped-bar panels, one bar
- * per system, a dashed line for the issue's target, each bar labelled with its value.
+ * per system, a dashed line for the issue's target, each bar labelled with its value; and a
+ * line panel for waiting at scale (WCU and RCU per acquisition against N).
  */
 const COLORS = { ours: '#2166ac', dlc: '#d6604d', raw: '#878787' };
 const NAMES = { ours: 'nestjs-dynamo-lock', dlc: 'dynamodb-lock-client', raw: 'raw polling (25 ms)' };
@@ -62,14 +63,86 @@ function panels({ results: r }) {
           ]
         : [],
     },
+    ...(r.waiting ? [waitingPanel(r.waiting)] : []),
     {
       title: 'Scale: heap per held lock, KiB (lower is better)',
       groups: r.scale ? [{ label: `${r.scale.ours.locks} locks`, values: pick(r.scale, (x) => x.heapBytesPerLock / 1024) }] : [],
     },
-  ].filter((p) => p.groups.length > 0);
+  ].filter((p) => (p.kind === 'lines' ? p.xs.length > 0 : p.groups.length > 0));
+}
+
+/** Targets per acquisition at each N of the waiting scenario (docs: report/markdown.mjs). */
+const WAITING_TARGETS = { wcu: { 4: 2.5, 64: 3.5, 200: 3.5 }, rcu: { 4: 3, 64: 4, 200: 4 } };
+const CAPACITY_COLORS = { wcu: '#2166ac', rcu: '#e08214' };
+
+function waitingPanel(w) {
+  const rows = w.rows.filter((x) => !x.skipped);
+  return {
+    kind: 'lines',
+    title: 'Waiting at scale: capacity per acquisition (log; lower is better)',
+    xs: rows.map((x) => x.n),
+    series: [
+      { id: 'wcu', label: 'WCU', values: rows.map((x) => x.wcuPerAcquisition), targets: rows.map((x) => WAITING_TARGETS.wcu[x.n] ?? null) },
+      { id: 'rcu', label: 'RCU', values: rows.map((x) => x.rcuPerAcquisition), targets: rows.map((x) => WAITING_TARGETS.rcu[x.n] ?? null) },
+    ],
+  };
+}
+
+/** A line panel: x = N at even steps, y on a log scale, a dashed target tick per point. */
+function linePanel(p, x0, y0) {
+  const top = 34;
+  const bottom = 30;
+  const left = 44;
+  const right = 36;
+  const plotH = H - top - bottom;
+  const all = p.series.flatMap((s) => [...s.values, ...s.targets]).filter((v) => v != null && v > 0);
+  const lo = Math.log10(Math.min(...all, 1) / 1.5);
+  const hi = Math.log10(Math.max(...all, 1) * 1.5);
+  const y = (v) => y0 + top + plotH - ((Math.log10(v) - lo) / (hi - lo)) * plotH;
+  // Points kept clear of the axis labels and the panel's edge, so their value labels fit.
+  const pad = 28;
+  const step = (W - left - right - 2 * pad) / Math.max(1, p.xs.length - 1);
+  const x = (i) => x0 + left + pad + (p.xs.length === 1 ? (W - left - right) / 2 - pad : i * step);
+  const parts = [
+    `<text x="${x0 + 10}" y="${y0 + 16}" class="t">${esc(p.title)}</text>`,
+    `<line x1="${x0 + left}" x2="${x0 + W - right}" y1="${y0 + top + plotH}" y2="${y0 + top + plotH}" class="axis"/>`,
+  ];
+  // Decade grid lines, labelled.
+  for (let d = Math.ceil(lo); d <= Math.floor(hi); d++) {
+    parts.push(`<line x1="${x0 + left}" x2="${x0 + W - right}" y1="${y(10 ** d)}" y2="${y(10 ** d)}" stroke="#eee"/>`);
+    parts.push(`<text x="${x0 + left - 6}" y="${y(10 ** d) + 3}" class="m">${10 ** d}</text>`);
+  }
+  p.xs.forEach((n, i) => parts.push(`<text x="${x(i)}" y="${y0 + top + plotH + 15}" class="g">N = ${n}</text>`));
+  p.series.forEach((s, si) => {
+    const color = CAPACITY_COLORS[s.id];
+    const points = s.values.map((v, i) => (v != null && v > 0 ? [x(i), y(v), v, i] : null)).filter(Boolean);
+    if (points.length > 1) {
+      parts.push(
+        `<polyline points="${points.map(([px, py]) => `${px},${py}`).join(' ')}" fill="none" stroke="${color}" stroke-width="2"/>`,
+      );
+    }
+    for (const [px, py, v, i] of points) {
+      parts.push(`<circle cx="${px}" cy="${py}" r="3" fill="${color}"><title>${esc(s.label)}: ${fmt(v)}</title></circle>`);
+      // Labelled above the point where this series is the higher one at this N, else below.
+      const above = p.series.every((o) => o === s || !(o.values[i] > v));
+      parts.push(`<text x="${px}" y="${above ? py - 7 : py + 14}" class="v" fill="${color}">${fmt(v)}</text>`);
+    }
+    s.targets.forEach((t, i) => {
+      if (t == null) return;
+      parts.push(
+        `<line x1="${x(i) - 12}" x2="${x(i) + 12}" y1="${y(t)}" y2="${y(t)}" class="target" style="stroke:${color}"><title>${esc(s.label)} target ${fmt(t)}</title></line>`,
+      );
+    });
+    const lx = x0 + left + 10 + si * 150;
+    const ly = y0 + top + 4;
+    parts.push(`<rect x="${lx}" y="${ly - 5}" width="14" height="3" fill="${color}"/>`);
+    parts.push(`<text x="${lx + 18}" y="${ly}" class="l">${esc(s.label)} per acquisition</text>`);
+  });
+  return parts.join('\n');
 }
 
 function panel(p, x0, y0) {
+  if (p.kind === 'lines') return linePanel(p, x0, y0);
   const top = 28;
   const bottom = 36;
   const left = 10;
