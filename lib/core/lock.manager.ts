@@ -320,7 +320,7 @@ export class LockManager {
       fencingToken: record.fencingToken ?? 0,
       acquiredAt: new Date(record.acquiredAt ?? record.updatedAt ?? 0),
       updatedAt: new Date(record.updatedAt ?? record.acquiredAt ?? 0),
-      leaseDuration: record.leaseMs ?? CLAIM_LEASE_MS,
+      leaseDuration: record.leaseMs ?? record.claimMs ?? CLAIM_LEASE_MS,
       data: record.data === undefined ? undefined : JSON.parse(record.data),
     };
   }

@@ -2,7 +2,7 @@ import type { LockLogger } from '../interfaces/lock-logger.interface';
 import type { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
 import { TRANSIENT_RETRY } from '../errors/lock.messages';
 import { isHeld, type LockRecord } from '../store/lock-record';
-import { CLAIM_LEASE_MS, type WriteResult } from '../store/lock-store.protocol';
+import { CLAIM_LEASE_MS, claimLeaseOf, type WriteResult } from '../store/lock-store.protocol';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
 import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';
@@ -82,6 +82,8 @@ export class RemoteAcquisition {
   private ticket: number | undefined;
   /** An enqueue of this waiter was sent: the item's `tailToken` names it when it took the last ticket. */
   private enqueued = false;
+  /** The claim lease the ticket was taken with (the item's claim leases include it while it waits). */
+  private ticketClaimMs = CLAIM_LEASE_MS;
   /** The version this waiter answered the roll call of. */
   private markedAlive: string | undefined;
   private holderId: string | undefined;
@@ -211,7 +213,7 @@ export class RemoteAcquisition {
     const { waiter, host, current } = this;
     const record = current!;
     const via = this.grantedVia ?? (kind === 'ticket' ? 'promotion' : this.passedHolder ? 'takeover' : 'free');
-    const leaseMs = kind === 'ticket' ? Math.min(CLAIM_LEASE_MS, waiter.leaseMs) : Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
+    const leaseMs = kind === 'ticket' ? this.claimMs() : Math.min(record.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
     const mustWrite = kind === 'ticket' && (!waiter.heartbeat || waiter.data !== undefined);
     const from = this.validFrom();
     if (!mustWrite && from + leaseMs / 2 > monotonicNow()) return host.hold(waiter, record, from, via, leaseMs);
@@ -235,6 +237,14 @@ export class RemoteAcquisition {
     // waiter as the holder and the loop would try again at once.
     if (result && !result.current) await this.read();
     return undefined;
+  }
+
+  /**
+   * What a promoted waiter holds for before it writes: its claim lease, and never more than the
+   * one its ticket was taken with (a later caller of this process may have taken the ticket over).
+   */
+  private claimMs(): number {
+    return Math.min(claimLeaseOf(this.waiter.leaseMs), this.ticketClaimMs);
   }
 
   /**
@@ -307,7 +317,10 @@ export class RemoteAcquisition {
     const { waiter, host } = this;
     const sentAt = monotonicNow();
     this.enqueued = true;
-    const result = await this.request(() => host.store.enqueue({ key: waiter.storedKey, token: waiter.token }));
+    this.ticketClaimMs = claimLeaseOf(waiter.leaseMs);
+    const result = await this.request(() =>
+      host.store.enqueue({ key: waiter.storedKey, token: waiter.token, claimMs: this.ticketClaimMs }),
+    );
     if (!result) return;
     if (!result.ok && !result.current) {
       await this.read();
@@ -426,7 +439,7 @@ export class RemoteAcquisition {
     const held = isHeld(current);
     const holderId = current.token ?? (held ? `ticket ${current.head}` : undefined);
     if (held) {
-      waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs ?? CLAIM_LEASE_MS };
+      waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs ?? silentMs(current) };
       host.history.recordBusy(waiter.storedKey, now);
     }
     if (holderId !== this.holderId) {
@@ -446,8 +459,8 @@ export class RemoteAcquisition {
       host.history.forgetObservation(waiter.storedKey);
       return;
     }
-    // A holder that wrote promised its lease; a promoted waiter that has not written, the claim lease.
-    const leaseMs = current.token ? (current.leaseMs ?? host.options.leaseMs) : CLAIM_LEASE_MS;
+    // A holder that wrote promised its lease; a promoted waiter that has not written, its claim lease.
+    const leaseMs = current.token ? (current.leaseMs ?? host.options.leaseMs) : silentMs(current);
     this.observed = host.history.observe(
       waiter.storedKey,
       {
@@ -547,7 +560,7 @@ export class RemoteAcquisition {
         this.lastNotMineAt = sentAt;
         return undefined;
       }
-      const leaseMs = mine === 'ticket' ? Math.min(CLAIM_LEASE_MS, waiter.leaseMs) : Math.min(record?.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
+      const leaseMs = mine === 'ticket' ? this.claimMs() : Math.min(record?.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
       const from = this.validFrom();
       if (waiter.settled || from + leaseMs / 2 > monotonicNow()) return this.host.hold(waiter, record!, from, 'promotion', leaseMs);
       await store.release(waiter.storedKey, { token: waiter.token, ticket: this.ticket }, waiter.leaseMs);
@@ -556,4 +569,12 @@ export class RemoteAcquisition {
     }
     return undefined;
   }
+}
+
+/**
+ * How long a promoted waiter that has not written may hold: the largest claim lease of the tickets
+ * in line (each waiter's is there from its enqueue until the line is empty), else the longest.
+ */
+function silentMs(record: LockRecord): number {
+  return record.claimMs ?? CLAIM_LEASE_MS;
 }

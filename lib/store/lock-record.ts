@@ -44,6 +44,12 @@ export const ATTR = {
    * that passes a dead head goes straight to it, past every dead ticket in between.
    */
   live: 'live',
+  /**
+   * Number set of the claim leases of the tickets taken since the line was last empty (one value
+   * per lease in use, so it stays tiny): a promoted waiter that stays silent is passed after the
+   * largest of them, not after the longest possible claim lease.
+   */
+  claims: 'claims',
 } as const;
 
 /** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key`, ... */
@@ -72,6 +78,8 @@ export interface LockRecord {
   tailToken?: string;
   /** Smallest ticket that answered the roll call of a stalled head. */
   live?: number;
+  /** The largest claim lease of the tickets taken since the line was last empty. */
+  claimMs?: number;
 }
 
 /**
@@ -108,7 +116,12 @@ export function toLockRecord(item: Record<string, AttributeValue>): LockRecord {
     tail: num(item[ATTR.tail]),
     tailToken: item[ATTR.tailToken]?.S,
     live: num(item[ATTR.live]),
+    claimMs: largest(item[ATTR.claims]?.NS),
   };
+}
+
+function largest(numbers: string[] | undefined): number | undefined {
+  return numbers?.length ? Math.max(...numbers.map(Number)) : undefined;
 }
 
 function num(value: AttributeValue | undefined): number | undefined {

@@ -37,6 +37,8 @@ export interface TicketWrite {
   key: string;
   /** Written as `tailToken`, so a retry of this write does not take a second ticket. */
   token: string;
+  /** The lease this waiter holds for when promoted, before it writes: added to the item's claim leases. */
+  claimMs: number;
 }
 
 /**
@@ -70,11 +72,17 @@ export interface HeartbeatWrite {
 }
 
 /**
- * Lease a waiter promoted by a release holds until it writes, at most: nobody else knows its own
- * lease yet, so waiters pass a promoted waiter that stays silent this long. A live one renews to
- * its own lease with its first heartbeat, a third of this after it was promoted.
+ * Lease a waiter promoted by a release holds until it writes, at most (less when its own lease is
+ * shorter). The item keeps the claim leases of the tickets taken, and waiters pass a promoted
+ * waiter that stays silent for the largest. A live one renews to its own lease with its first
+ * heartbeat, a third of its claim lease after it was promoted.
  */
 export const CLAIM_LEASE_MS = 5_000;
+
+/** The claim lease of a waiter with lease `leaseMs`. */
+export function claimLeaseOf(leaseMs: number): number {
+  return Math.min(leaseMs, CLAIM_LEASE_MS);
+}
 
 /** Result of a conditional write. `current` is the item that blocked it, when the server returned it. */
 export type WriteResult = { ok: true; record: LockRecord } | { ok: false; current: LockRecord | undefined };

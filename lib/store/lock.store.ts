@@ -35,6 +35,7 @@ interface Update {
   key: string;
   set: string[];
   remove?: string[];
+  add?: string[];
   condition: string;
   values: Record<string, AttributeValue>;
   returnNew?: boolean;
@@ -89,7 +90,9 @@ export class LockStore implements LockStorePort {
     };
     const set = ['#owner = :owner', '#token = :token', '#rvn = :rvn', '#lease = :lease', '#acquiredAt = :now', '#updatedAt = :now'];
     // A release recorded before another holder took it no longer answers a retry of it as done.
+    // A free lock has an empty line: the claim leases of its tickets start anew.
     const remove = ['#live', '#released'];
+    if (write.condition.kind === 'free') remove.push('#claims');
     if (write.data === undefined) remove.push('#data');
     else {
       set.push('#data = :data');
@@ -99,7 +102,11 @@ export class LockStore implements LockStorePort {
     if (write.condition.kind === 'free') {
       values[':base'] = { N: String(now * 1000) };
       // The counter as the last release (or skip) left it: one above the last holder's, and unused.
-      set.push('#fence = if_not_exists(#fence, :base)', '#head = if_not_exists(#tail, :base)', '#tail = if_not_exists(#tail, :base) + :one');
+      set.push(
+        '#fence = if_not_exists(#fence, :base)',
+        '#head = if_not_exists(#tail, :base)',
+        '#tail = if_not_exists(#tail, :base) + :one',
+      );
       // Not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
       condition = 'attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)';
     } else {
@@ -132,13 +139,16 @@ export class LockStore implements LockStorePort {
           '#rvn = if_not_exists(#rvn, :rvn)',
           '#updatedAt = if_not_exists(#updatedAt, :now)',
         ],
-        condition: '(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))',
+        add: ['#claims :claim'],
+        condition:
+          '(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))',
         values: {
           ':token': { S: write.token },
           ':base': { N: String(now * 1000) },
           ':one': { N: '1' },
           ':rvn': { S: randomToken() },
           ':now': { N: String(now) },
+          ':claim': { NS: [String(Math.round(write.claimMs))] },
         },
         returnNew: true,
       },
@@ -218,7 +228,11 @@ export class LockStore implements LockStorePort {
    */
   heartbeat(write: HeartbeatWrite): Promise<WriteResult> {
     const now = Date.now();
-    const values: Record<string, AttributeValue> = { ':rvn': { S: randomToken() }, ':now': { N: String(now) }, ':owner': { S: write.owner } };
+    const values: Record<string, AttributeValue> = {
+      ':rvn': { S: randomToken() },
+      ':now': { N: String(now) },
+      ':owner': { S: write.owner },
+    };
     const condition = holdingCondition(write.holding, values);
     const set = [
       '#rvn = :rvn',
@@ -257,7 +271,14 @@ export class LockStore implements LockStorePort {
     const result = await this.update(
       {
         key,
-        set: ['#head = #head + :one', '#fence = #fence + :one', '#rvn = :rvn', '#released = :token', '#updatedAt = :now', ...lastHold(heldMs)],
+        set: [
+          '#head = #head + :one',
+          '#fence = #fence + :one',
+          '#rvn = :rvn',
+          '#released = :token',
+          '#updatedAt = :now',
+          ...lastHold(heldMs),
+        ],
         remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live'],
         condition,
         values,
@@ -320,6 +341,7 @@ export class LockStore implements LockStorePort {
     const clauses = [
       set.length ? `SET ${set.join(', ')}` : '',
       remove.length ? `REMOVE ${remove.join(', ')}` : '',
+      update.add?.length ? `ADD ${update.add.join(', ')}` : '',
     ].filter(Boolean);
     const expression = clauses.join(' ');
     try {

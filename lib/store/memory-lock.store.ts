@@ -22,6 +22,8 @@ interface StoredItem {
   tail?: number;
   tailToken?: string;
   live?: number;
+  /** The `claims` number set; DynamoDB has no empty sets, so never empty here either. */
+  claims?: number[];
 }
 
 /** Compile-time check: every stored field is named as the DynamoDB store names the attribute. */
@@ -108,7 +110,7 @@ export class MemoryLockStore implements LockStorePort {
       if (w.condition.kind === 'free') {
         if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
         const base = now * 1000;
-        return { ...holder, fence: item.fence ?? base, head: item.tail ?? base, tail: (item.tail ?? base) + 1 };
+        return { ...holder, fence: item.fence ?? base, head: item.tail ?? base, tail: (item.tail ?? base) + 1, claims: undefined };
       }
       if (!holds(item, w.condition.from) && item.token !== w.token) return undefined;
       return { ...holder, fence: fenceOf(item) + 1 };
@@ -129,6 +131,7 @@ export class MemoryLockStore implements LockStorePort {
         head: item.head ?? base,
         fence: item.fence ?? base,
         tailToken: w.token,
+        claims: [...new Set([...(item.claims ?? []), Math.round(w.claimMs)])],
         rvn: item.rvn ?? randomToken(),
         updatedAt: item.updatedAt ?? now,
         ttl: ttlOf(now, 0),
@@ -140,7 +143,8 @@ export class MemoryLockStore implements LockStorePort {
     const w = structuredClone(write);
     await tick();
     return this.update(w.key, (item) => {
-      if (item.rvn !== w.rvn || item.live !== w.live || item.tail === undefined || item.head === undefined || item.head >= w.target) return undefined;
+      if (item.rvn !== w.rvn || item.live !== w.live || item.tail === undefined || item.head === undefined || item.head >= w.target)
+        return undefined;
       if (w.holder ? item.tail <= w.target : item.tail < w.target) return undefined;
       const now = Date.now();
       const passed: StoredItem = { ...item, head: w.target, fence: fenceOf(item) + 1, rvn: randomToken(), updatedAt: now, live: undefined };
@@ -264,8 +268,6 @@ function ttlOf(now: number, leaseMs: number): number {
   return Math.ceil((now + Math.max(DEFAULT_TTL_DAYS * 86_400_000, 2 * leaseMs)) / 1000);
 }
 
-
-
 /** The item as `toLockRecord` presents a DynamoDB item: an empty data string reads as none. */
 function toRecord(item: StoredItem): LockRecord {
   return {
@@ -284,5 +286,6 @@ function toRecord(item: StoredItem): LockRecord {
     tail: item.tail,
     tailToken: item.tailToken,
     live: item.live,
+    claimMs: item.claims?.length ? Math.max(...item.claims) : undefined,
   };
 }

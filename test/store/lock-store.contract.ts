@@ -22,6 +22,8 @@ export interface ContractTraits {
 const tok = () => randomBytes(16).toString('hex');
 const ownerOf = (token: string) => `owner-${token.slice(0, 6)}`;
 const LEASE = 10_000;
+/** The claim lease the helpers' waiters take tickets with. */
+const CLAIM = 2_000;
 const RVN = /^[0-9a-f]{32}$/;
 
 /** A ticket taken by a waiter: the holding it writes with once `head` serves it. */
@@ -86,7 +88,7 @@ export function lockStoreContract(
 
     /** Takes the next ticket for `token`: its ticket is the answer's `tail - 1`. */
     async function enqueue(key: string, token = tok()): Promise<Waiter> {
-      const record = okRecord(await store.enqueue({ key, token }));
+      const record = okRecord(await store.enqueue({ key, token, claimMs: CLAIM }));
       expect(record.tailToken).toBe(token);
       return { token, ticket: record.tail! - 1, record };
     }
@@ -333,14 +335,14 @@ export function lockStoreContract(
     // ---- enqueue ----
 
     describe('enqueue', () => {
-      it('hands out tickets in order behind the holder, changing only tail and tailToken (same rvn, updatedAt and fence)', async () => {
+      it('hands out tickets in order behind the holder, changing only tail, tailToken and the claim leases (same rvn, updatedAt and fence)', async () => {
         const key = newKey('enqueue');
         const { record } = await take(key);
         const w1 = await enqueue(key);
         const w2 = await enqueue(key);
         const w3 = await enqueue(key);
         expect([w1.ticket, w2.ticket, w3.ticket]).toEqual([record.head! + 1, record.head! + 2, record.head! + 3]);
-        expect(w3.record).toEqual({ ...record, tail: record.head! + 4, tailToken: w3.token });
+        expect(w3.record).toEqual({ ...record, tail: record.head! + 4, tailToken: w3.token, claimMs: CLAIM });
         expect(isHeld(w3.record)).toBe(true);
         expect(ticketsWaiting(w3.record)).toBe(3);
         expect(await store.read(key)).toEqual(w3.record);
@@ -353,7 +355,7 @@ export function lockStoreContract(
         const freed = await mustRead(key);
         const w = await enqueue(key);
         expect(w.ticket).toBe(freed.head);
-        expect(w.record).toEqual({ ...freed, tail: freed.tail! + 1, tailToken: w.token });
+        expect(w.record).toEqual({ ...freed, tail: freed.tail! + 1, tailToken: w.token, claimMs: CLAIM });
         expect(w.record.token).toBeUndefined();
         expect(isHeld(w.record)).toBe(true);
         expect(ticketsWaiting(w.record)).toBe(0);
@@ -379,7 +381,7 @@ export function lockStoreContract(
         // A version to watch: should this first holder die before it writes, waiters can pass it.
         expect(w.record.rvn).toEqual(expect.any(String));
         expect(w.record.updatedAt).toBeGreaterThanOrEqual(before);
-        const passed = await store.enqueue({ key, token: 'next-waiter' });
+        const passed = await store.enqueue({ key, token: 'next-waiter', claimMs: CLAIM });
         expect(passed.ok).toBe(true);
         expect(
           okRecord(await store.skip({ key, rvn: w.record.rvn!, live: undefined, target: w.ticket + 1, holder: undefined })),
@@ -399,7 +401,7 @@ export function lockStoreContract(
         await take(key);
         const w = await enqueue(key);
         const before = await mustRead(key);
-        const retry = await store.enqueue({ key, token: w.token });
+        const retry = await store.enqueue({ key, token: w.token, claimMs: CLAIM });
         await expectRefused(retry, key, before);
         // The caller learns its ticket from the item: the last one taken is its own.
         if (!retry.ok && retry.current) expect(retry.current.tailToken).toBe(w.token);
@@ -409,21 +411,36 @@ export function lockStoreContract(
         expect((await enqueue(key, w.token)).ticket).toBe(w.ticket + 2);
       });
 
+      it('records the claim leases of the tickets taken (the largest is read back) until the line is empty again', async () => {
+        const key = newKey('claims');
+        const holder = await take(key);
+        expect(holder.record.claimMs).toBeUndefined();
+        await store.enqueue({ key, token: tok(), claimMs: 1_000 });
+        expect((await store.read(key))?.claimMs).toBe(1_000);
+        await store.enqueue({ key, token: tok(), claimMs: 3_000 });
+        await store.enqueue({ key, token: tok(), claimMs: 1_000 });
+        expect((await store.read(key))?.claimMs).toBe(3_000);
+        // Every ticket passed: the line is empty, and the next free write starts the claim leases anew.
+        const last = (await store.read(key))!;
+        expect(okRecord(await store.skip({ key, rvn: last.rvn!, live: undefined, target: last.tail! }))).toMatchObject({ head: last.tail });
+        expect((await take(key)).record.claimMs).toBeUndefined();
+      });
+
       it('gives each of many concurrent enqueues its own ticket, consecutive (no lost update)', async () => {
         const key = newKey('enqueue-race');
         const { record } = await take(key);
         const tokens = Array.from({ length: 8 }, tok);
-        const results = await Promise.all(tokens.map((token) => store.enqueue({ key, token })));
+        const results = await Promise.all(tokens.map((token) => store.enqueue({ key, token, claimMs: CLAIM })));
         const tickets = results.map((r) => okRecord(r).tail! - 1);
         expect([...tickets].sort((x, y) => x - y)).toEqual(Array.from({ length: 8 }, (_, i) => record.head! + 1 + i));
         const after = await mustRead(key);
-        expect(after).toEqual({ ...record, tail: record.head! + 9, tailToken: expect.any(String) });
+        expect(after).toEqual({ ...record, tail: record.head! + 9, tailToken: expect.any(String), claimMs: CLAIM });
         expect(tokens).toContain(after.tailToken);
       });
 
       it('on a missing record under concurrency: exactly one ticket is served, the others wait behind it in order', async () => {
         const key = newKey('enqueue-race-missing');
-        const results = await Promise.all(Array.from({ length: 6 }, () => store.enqueue({ key, token: tok() })));
+        const results = await Promise.all(Array.from({ length: 6 }, () => store.enqueue({ key, token: tok(), claimMs: CLAIM })));
         const tickets = results.map((r) => okRecord(r).tail! - 1).sort((x, y) => x - y);
         const after = await mustRead(key);
         expect(tickets).toEqual(Array.from({ length: 6 }, (_, i) => after.head! + i));

@@ -51,8 +51,8 @@ describe('MemoryLockStore', () => {
     const store = new MemoryLockStore();
     const taken = await store.acquire({ key: 'k', token: 't1', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } });
     const head = taken.ok ? taken.record.head! : Number.NaN;
-    await store.enqueue({ key: 'k', token: 'w1' });
-    await store.enqueue({ key: 'k', token: 'w2' });
+    await store.enqueue({ key: 'k', token: 'w1', claimMs: 1_000 });
+    await store.enqueue({ key: 'k', token: 'w2', claimMs: 1_000 });
     const holding = { token: 't1', ticket: head };
     const released = store.release('k', holding, 1_000);
     holding.token = 'changed after the call';

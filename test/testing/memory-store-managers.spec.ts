@@ -129,7 +129,7 @@ describe('LockManager on a shared MemoryLockStore', () => {
     const lock = await m1.acquire(key);
     const seen = (await store.read(key))!;
     // Another process takes a ticket and passes the holder to it (as if m1 had been silent for a lease).
-    const ticket = (await store.enqueue({ key, token: 'rogue-token' })).ok ? (await store.read(key))!.tail! - 1 : -1;
+    const ticket = (await store.enqueue({ key, token: 'rogue-token', claimMs: 5_000 })).ok ? (await store.read(key))!.tail! - 1 : -1;
     const rogue = await store.skip({
       key,
       rvn: seen.rvn!,
