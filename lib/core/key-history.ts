@@ -2,18 +2,12 @@ import type { LockHolder } from '../errors/lock.errors';
 
 /** How many keys are remembered; the least recently updated are forgotten first. */
 const MAX_KEYS = 1_000;
-/** Weight of a new sample in the moving averages of hold times and of the line's pace. */
+/** Weight of a new sample in the moving average of hold times. */
 const ALPHA = 0.3;
-/** Grants further apart than this say nothing about the line's pace now. */
-const MAX_PACE_GAP_MS = 60_000;
 
 interface KeyFacts {
   /** Moving average of how long holders keep the key, in ms. */
   holdMs?: number;
-  /** Moving average of how long the line takes per ticket served, in ms, from this process's own grants. */
-  cycleMs?: number;
-  /** The last ticket this process was granted, and when, to measure the line's pace from. */
-  lastGrant?: { ticket: number; at: number };
   /**
    * Tokens of this process that no caller holds any more but that may still sit in the item: a
    * release that failed, a waiter that gave up and could not leave the queue. Finding one as the
@@ -122,26 +116,6 @@ export class KeyHistory {
   forgetObservation(key: string): void {
     const facts = this.facts.get(key);
     if (facts) facts.observed = undefined;
-  }
-
-  /** How long the line of `key` takes per ticket served, as measured, if it was. */
-  cycleEstimate(key: string): number | undefined {
-    return this.facts.get(key)?.cycleMs;
-  }
-
-  /**
-   * Notes that this process was granted ticket `ticket` of `key` at monotonic time `at`. Two
-   * grants to this process, tickets apart, measure the pace of the line between them: the same
-   * kind of event at both ends, so neither a late read nor an early one biases it.
-   */
-  recordGrant(key: string, ticket: number | undefined, at: number): void {
-    if (ticket === undefined) return;
-    const facts = this.touch(key);
-    const last = facts.lastGrant;
-    facts.lastGrant = { ticket, at };
-    if (!last || ticket <= last.ticket || at - last.at > MAX_PACE_GAP_MS) return;
-    const sample = (at - last.at) / (ticket - last.ticket);
-    facts.cycleMs = facts.cycleMs === undefined ? sample : facts.cycleMs + ALPHA * (sample - facts.cycleMs);
   }
 
   /** Adds one observed hold time. */

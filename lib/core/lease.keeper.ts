@@ -93,7 +93,6 @@ export class LeaseKeeper {
     // Held by a live lease: no longer an orphan to take back, nor a version to watch.
     history.dropOrphan(waiter.storedKey, waiter.token);
     history.forgetObservation(waiter.storedKey);
-    history.recordGrant(waiter.storedKey, record.head, lease.acquiredAt);
     // A caller that gave up while the write was in flight never sees this lock, which is released
     // at once: no event tells of it.
     lease.quiet = waiter.settled;

@@ -22,6 +22,9 @@ const POLL_GROWTH = 1.5;
  * stops gracefully (a release) is noticed within about this, at ten reads a second at most.
  */
 const NEXT_IN_LINE_POLL_MS = 100;
+/** A holder's start read from the item's wall-clock times is trusted only this far ahead of this host's clock, and this old at most. */
+const PLAUSIBLE_SKEW_MS = 50;
+const MAX_HINT_AGE_MS = 60_000;
 /** Beyond this many tickets ahead, a waiter reads once early, to check the line's pace. */
 const FAR_TURNS = 4;
 
@@ -443,7 +446,7 @@ export class RemoteAcquisition {
       host.history.recordBusy(waiter.storedKey, now);
     }
     if (holderId !== this.holderId) {
-      this.holderSince = this.changeTime(now, current.head);
+      this.holderSince = this.startHint(current, now) ?? this.changeTime(now, current.head);
       this.holderId = holderId;
       this.holderHead = current.head;
       this.pollStreak = 0;
@@ -475,6 +478,20 @@ export class RemoteAcquisition {
   }
 
   /**
+   * When the holder seen at `now` got the lock, from the wall-clock times in the item: its
+   * acquisition, or for a promoted waiter the release that served it, plus the read that told it.
+   * Only reads are timed by it: a host whose clock is off reads too early or too late (a cost),
+   * never takes a lock too early (leases count on the monotonic clock alone). Times that cannot
+   * be right (in the future, or long past) are ignored.
+   */
+  private startHint(record: LockRecord, now: number): number | undefined {
+    const wall = record.token ? record.acquiredAt : record.updatedAt;
+    if (wall === undefined) return undefined;
+    const at = now - (Date.now() - wall) + (record.token ? 0 : this.rttMs);
+    return at > now + PLAUSIBLE_SKEW_MS || at < now - MAX_HINT_AGE_MS ? undefined : Math.min(at, now);
+  }
+
+  /**
    * When the holder seen at `now` most likely took over: now for the first holder seen; else one
    * usual hold after the previous holder's start, and a usual cycle more for each ticket served in
    * between; halfway between the previous answer and this one when nothing is known.
@@ -484,18 +501,17 @@ export class RemoteAcquisition {
     const estimate = this.holdEstimate();
     if (estimate === undefined) return (this.lastAnswerAt + now) / 2;
     const served = head !== undefined && this.holderHead !== undefined ? Math.max(1, head - this.holderHead) : 1;
-    const started = this.holderSince + estimate + (served - 1) * this.cycleMs(estimate, served) + this.rttMs;
+    const started = this.holderSince + estimate + (served - 1) * this.cycleMs(estimate) + this.rttMs;
     return Math.min(now, Math.max(this.lastAnswerAt, started));
   }
 
   /**
-   * A turn of the line: a usual hold, the release write, and the next holder's read that finds it.
-   * Over many turns, the pace this process measured between its own grants. (Not for the last
-   * turns: that pace includes how late waiters read, and waiters timed by it would read later still.)
+   * A turn of the line: a usual hold, the release write, and the next holder's read that finds it:
+   * the fastest the line can move. (Not a pace measured from grants: it would include how late
+   * waiters read, and waiters timed by it would read later still, slowing the line.)
    */
-  private cycleMs(hold: number, turns: number): number {
-    const measured = turns > FAR_TURNS ? this.host.history.cycleEstimate(this.waiter.storedKey) : undefined;
-    return measured ?? hold + 2.5 * this.rttMs;
+  private cycleMs(hold: number): number {
+    return hold + 2.5 * this.rttMs;
   }
 
   /**
@@ -514,15 +530,18 @@ export class RemoteAcquisition {
     if (hold !== undefined && this.pollStreak === 0) {
       // This ticket is served one turn of the line after each ticket ahead of it, counted from
       // when the holder got the lock. The read aims just after the release lands (a read too
-      // early costs one more); far off, a first read a little early checks the line's pace.
-      const cycle = this.cycleMs(hold, position);
+      // early costs one more); far off, a first read a little early checks how the line moved.
+      const cycle = this.cycleMs(hold);
       const away = this.holderSince + hold + (position - 1) * cycle + this.rttMs / 2 - now;
-      if (position > FAR_TURNS) delay = away - Math.max(2 * cycle, 0.15 * away);
+      if (position > FAR_TURNS && away > FAR_TURNS * cycle) delay = away - Math.max(2 * cycle, 0.15 * away);
       else if (away > POLL_MIN_MS) delay = position <= 1 ? Math.min(away, maxPollMs) : away;
     }
     if (delay === undefined) {
+      // Overdue: next in line, the release may land any moment; further back, the line moves a
+      // ticket per turn, so reading much more often than that finds nothing new.
       const cap = position <= 1 ? Math.min(NEXT_IN_LINE_POLL_MS, maxPollMs) : maxPollMs;
-      delay = Math.min(cap, (hold === undefined ? FIRST_POLL_MS : POLL_MIN_MS) * POLL_GROWTH ** this.pollStreak++);
+      const base = hold === undefined ? FIRST_POLL_MS : position <= 1 ? POLL_MIN_MS : Math.max(POLL_MIN_MS, this.cycleMs(hold) / 4);
+      delay = Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
     }
     const { observed } = this;
     if (observed) {
