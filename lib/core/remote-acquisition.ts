@@ -92,6 +92,10 @@ export class RemoteAcquisition {
   private holderId: string | undefined;
   private holderHead: number | undefined;
   private holderSince = 0;
+  /** The last view that showed a new ticket served, to measure the line's pace from. */
+  private paceFrom: { head: number; at: number } | undefined;
+  /** The fastest time per ticket served seen while this waiter was far back (its own reads do not pace the line there). */
+  private paceMs: number | undefined;
   /**
    * The earliest time a write may have made this waiter the holder: the send time of the last
    * answer that showed another holder, or of the enqueue that found the lock free.
@@ -445,6 +449,7 @@ export class RemoteAcquisition {
       waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs ?? silentMs(current) };
       host.history.recordBusy(waiter.storedKey, now);
     }
+    if (held && current.head !== undefined) this.measurePace(current.head, now);
     if (holderId !== this.holderId) {
       this.holderSince = this.startHint(current, now) ?? this.changeTime(now, current.head);
       this.holderId = holderId;
@@ -475,6 +480,23 @@ export class RemoteAcquisition {
       },
       now,
     );
+  }
+
+  /**
+   * Measures how fast the line moves between views taken while this waiter is far back: there,
+   * its own reads do not pace the line (next in line, a late read slows the line, and a pace
+   * measured then would feed on it).
+   */
+  private measurePace(head: number, now: number): void {
+    const from = this.paceFrom;
+    const position = this.ticket === undefined ? 0 : this.ticket - head;
+    // Only spans over which the line moved a few tickets, while this waiter was far back; the
+    // fastest such span, so that a stall seen once does not make this waiter read late later.
+    if (from && head - from.head >= FAR_TURNS && position > FAR_TURNS) {
+      const sample = (now - from.at) / (head - from.head);
+      this.paceMs = Math.min(this.paceMs ?? Number.POSITIVE_INFINITY, sample);
+    }
+    if (!from || head !== from.head) this.paceFrom = { head, at: now };
   }
 
   /**
@@ -530,10 +552,13 @@ export class RemoteAcquisition {
     if (hold !== undefined && this.pollStreak === 0) {
       // This ticket is served one turn of the line after each ticket ahead of it, counted from
       // when the holder got the lock. The read aims just after the release lands (a read too
-      // early costs one more); far off, a first read a little early checks how the line moved.
+      // early costs one more); far off, a first read a few turns early checks how the line moved.
       const cycle = this.cycleMs(hold);
       const away = this.holderSince + hold + (position - 1) * cycle + this.rttMs / 2 - now;
-      if (position > FAR_TURNS && away > FAR_TURNS * cycle) delay = away - Math.max(2 * cycle, 0.15 * away);
+      // Far back: at the pace the line was seen moving (else the fastest it can), three turns early.
+      const pace = Math.max(cycle, this.paceMs ?? 0);
+      const farAway = this.holderSince + hold + (position - 1) * pace - now;
+      if (position > FAR_TURNS && farAway > FAR_TURNS * pace) delay = farAway - 3 * pace;
       else if (away > POLL_MIN_MS) delay = position <= 1 ? Math.min(away, maxPollMs) : away;
     }
     if (delay === undefined) {
