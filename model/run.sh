@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Checks the SPIN model of the cross-process waiting protocol (model/waiting.pml, see
+# model/README.md). Every configuration marked "pass" must verify without an error; every
+# broken variant marked "fail" must be caught (so the checks are known to bite). Exits non-zero
+# on any other outcome.
+#
+# Usage: model/run.sh [--deep] [--jobs N] [--keep] [name ...]
+#   --deep    also run the larger configurations (minutes; not part of `npm run model`)
+#   --jobs N  verifiers run at once (default: 2, at most the number of CPUs)
+#   --keep    keep the work directory (pan sources, trails)
+#   name ...  run only these configurations
+# Needs spin (Debian package `spin`) and a C compiler.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+model="$here/waiting.pml"
+
+deep=0 keep=0 jobs=2
+only=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deep) deep=1 ;;
+    --keep) keep=1 ;;
+    --jobs) jobs="$2"; shift ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) only+=("$1") ;;
+  esac
+  shift
+done
+cpus=$(nproc 2>/dev/null || echo 1)
+[ "$jobs" -gt "$cpus" ] && jobs=$cpus
+[ "$jobs" -lt 1 ] && jobs=1
+
+for tool in spin gcc; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "model: '$tool' is missing (apt-get install spin gcc libc6-dev)" >&2; exit 2; }
+done
+
+# name | kind (safety: assertions and end states; live: the LTL property under weak fairness) |
+# expected outcome | macros | what it shows
+configs=(
+  "safety-2p|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=1 -DHANDOVERS=1|2 processes x 2 acquisitions; a lost answer, a late duplicate write, a waiter giving up, a hand-over; pauses anywhere"
+  "safety-2p-leases|safety|pass|-DN=2 -DROUNDS=2 -DL0=2 -DL1=4 -DLOSS=1 -DDUPS=1 -DABANDONS=1|as above with leases of 2 and 4 ticks (the watcher uses the holder's lease)"
+  "safety-3p-loss|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=0 -DABANDONS=1|3 processes; a lost answer (any write), a waiter giving up; pauses anywhere"
+  "safety-3p-dup|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=0 -DDUPS=1 -DABANDONS=1|3 processes; a late duplicate write (ghost ticket or ghost holder), a waiter giving up"
+  "live-2p|live|pass|-DN=2 -DROUNDS=2 -DTOKS=5 -DMAXT=9 -DLOSS=1 -DDUPS=1 -DABANDONS=1 -DHANDOVERS=1|every waiter is served: 2 processes x 2 acquisitions, no crash, no pause past a tick"
+  "live-3p|live|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=1 -DABANDONS=1|every waiter is served: 3 processes, no crash, no pause past a tick"
+  "bug-lease-from-head-read|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_LEASE_FROM_HEAD_READ|broken: a promoted head counts its lease from the read that showed it head"
+  "bug-enqueue-head-from-send|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_ENQ_HEAD_FROM_SEND|broken: an enqueue that finds the item free counts the lease from its own send"
+  "bug-skip-without-rvn|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_SKIP_NO_RVN|broken: the skip is conditioned on head and tail, not on the record version"
+  "bug-unclaimed-head-not-watched|live|fail|-DN=2 -DROUNDS=2 -DTOKS=4 -DMAXT=8 -DLOSS=0 -DDUPS=1 -DABANDONS=0 -DBUG_NO_SKIP_UNCLAIMED|broken: nobody skips a head that never claims (a ghost ticket blocks the queue)"
+  "finding-ticket-misattribution|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=0 -DABANDONS=0 -DFINDING_TICKET_MISATTRIBUTION|finding (README): a retried enqueue adopts a free acquirer's ticket; if it answers the roll-call, that ticket is granted twice"
+  "finding-ticket-misattribution-fixed|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=0 -DFINDING_TICKET_MISATTRIBUTION -DFIX_FREE_SETS_TAILTOKEN|the same with the fix: a free acquire also sets tailToken"
+)
+deep_configs=(
+  "deep-3p-all|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=1 -DABANDONS=1|3 processes; a lost answer, a late duplicate and a waiter giving up in one run"
+  "deep-3p-2rounds|safety|pass|-DN=3 -DROUNDS=2 -DTOKS=4 -DLOSS=0 -DDUPS=0 -DABANDONS=1|3 processes x 2 acquisitions, a waiter giving up"
+  "deep-live-3p-2rounds|live|pass|-DN=3 -DROUNDS=2 -DTOKS=5 -DMAXT=9 -DLOSS=1 -DDUPS=1 -DABANDONS=1|every waiter is served: 3 processes x 2 acquisitions"
+)
+[ "$deep" -eq 1 ] && configs+=("${deep_configs[@]}")
+if [ ${#only[@]} -gt 0 ]; then
+  selected=()
+  for c in "${configs[@]}" "${deep_configs[@]}"; do
+    for n in "${only[@]}"; do [ "${c%%|*}" = "$n" ] && selected+=("$c"); done
+  done
+  [ ${#selected[@]} -gt 0 ] || { echo "model: no configuration named ${only[*]}" >&2; exit 2; }
+  configs=("${selected[@]}")
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dynamo-lock-model.XXXXXX")
+if [ "$keep" -eq 1 ]; then echo "model: work directory $work"; else trap 'rm -rf "$work"' EXIT; fi
+
+now_ms() { date +%s%3N; }
+
+# The trail of a counterexample, one line per protocol step, with true time in ticks.
+summarise_trail() {
+  awk '
+    /MSC: tick/ { t++; next }
+    /MSC: / { sub(/^.*MSC: /, ""); gsub(/ +: /, ": "); printf("      t=%-3d %s\n", t, $0); next }
+    /START OF CYCLE/ { printf("      t=%-3d -- from here the run repeats forever: time passes, nobody else is served --\n", t); next }
+    /assertion violated/ { sub(/^[ \t]*/, ""); printf("      t=%-3d %s\n", t, $0); next }
+  '
+}
+
+# Runs one configuration in its own directory; writes "result" (one line) and "details" there.
+run_one() {
+  local name=$1 kind=$2 expect=$3 defs=$4
+  local dir="$work/$name" started rc outcome
+  mkdir -p "$dir"
+  cp "$model" "$dir/"
+  started=$(now_ms)
+  (
+    cd "$dir"
+    # Broken variants are small: compiled fast, searched for the shortest counterexample.
+    local live_def="" cflags="-DMEMLIM=6144" panflags="-m20000"
+    if [ "$expect" = fail ]; then cflags="$cflags -O1"; else cflags="$cflags -O2"; fi
+    if [ "$kind" = live ]; then
+      live_def="-DLIVE"
+      cflags="$cflags -DNFAIR=4"
+      panflags="$panflags -a -f -w24"
+    elif [ "$expect" = fail ]; then
+      cflags="$cflags -DSAFETY -DREACH"
+      panflags="$panflags -i -w20"
+    else
+      cflags="$cflags -DSAFETY"
+      panflags="$panflags -w25"
+    fi
+    # shellcheck disable=SC2086
+    spin -a $defs $live_def waiting.pml >spin.out 2>&1 || { echo "spin -a failed: $(head -3 spin.out)" >error; exit 0; }
+    # shellcheck disable=SC2086
+    gcc $cflags -o pan pan.c >gcc.out 2>&1 || { echo "gcc failed: $(head -3 gcc.out)" >error; exit 0; }
+    rc=0
+    # shellcheck disable=SC2086
+    timeout "${MODEL_TIMEOUT:-300}" ./pan $panflags >pan.out 2>&1 || rc=$?
+    [ "$rc" -eq 124 ] && echo "timed out after ${MODEL_TIMEOUT:-300} s" >error
+    if [ -f waiting.pml.trail ]; then
+      # shellcheck disable=SC2086
+      spin -t $defs $live_def waiting.pml 2>&1 | summarise_trail >trail.txt || true
+    fi
+  )
+  local secs states depth errors violation
+  secs=$(awk -v a="$started" -v b="$(now_ms)" 'BEGIN { printf("%.1f", (b - a) / 1000) }')
+  states=$(awk '/states, stored/ { print $1; exit }' "$dir/pan.out" 2>/dev/null || true)
+  depth=$(grep -oE 'depth reached [0-9]+' "$dir/pan.out" 2>/dev/null | awk '{ print $3 }' | tail -1 || true)
+  errors=$(grep -oE 'errors: [0-9]+' "$dir/pan.out" 2>/dev/null | awk '{ print $2 }' | tail -1 || true)
+  violation=$(grep -E 'assertion violated|acceptance cycle|invalid end state|never claim|max search depth too small|out of memory' "$dir/pan.out" 2>/dev/null |
+    grep -v 'max search depth too small' | head -1 | sed -E 's/^pan:[0-9]*: *//; s/ \(at depth [0-9]+\)//' || true)
+  if [ -f "$dir/error" ]; then
+    outcome="error: $(cat "$dir/error")"
+  elif grep -qE 'max search depth too small|out of memory' "$dir/pan.out"; then
+    outcome="error: $(grep -E 'max search depth too small|out of memory' "$dir/pan.out" | head -1)"
+  elif [ -z "$errors" ]; then
+    outcome="error: no verdict from pan"
+  elif [ "$errors" -eq 0 ]; then
+    outcome="verified"
+  else
+    outcome="violated: ${violation:-error}"
+  fi
+  local stats
+  stats=$(printf "%s states, depth %s, %s errors, %s s" "$(printf "%'d" "${states:-0}" 2>/dev/null || echo "${states:-?}")" "${depth:-?}" "${errors:-?}" "$secs")
+  local verdict
+  case "$expect:$outcome" in
+    pass:verified) verdict="PASS  $name: verified ($stats)" ;;
+    fail:violated*) verdict="PASS  $name: FAILS AS REQUIRED, ${outcome#violated: } (${stats/, $errors errors/})" ;;
+    pass:violated*) verdict="FAIL  $name: must verify but SPIN found: ${outcome#violated: } ($stats)" ;;
+    fail:verified) verdict="FAIL  $name: broken variant was NOT caught ($stats)" ;;
+    *) verdict="FAIL  $name: $outcome ($stats)" ;;
+  esac
+  echo "$verdict" >"$dir/result"
+}
+
+total_started=$(now_ms)
+echo "model: spin $(spin -V | awk '{ print $3 }'), ${#configs[@]} configurations, $jobs at a time"
+running=0
+for c in "${configs[@]}"; do
+  IFS='|' read -r name kind expect defs _ <<<"$c"
+  run_one "$name" "$kind" "$expect" "$defs" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
+
+failed=0
+for c in "${configs[@]}"; do
+  IFS='|' read -r name kind expect defs what <<<"$c"
+  dir="$work/$name"
+  result=$(cat "$dir/result" 2>/dev/null || echo "FAIL  $name: no result")
+  echo "$result"
+  echo "      [$kind] $what"
+  case "$result" in FAIL*) failed=$((failed + 1)) ;; esac
+  # Counterexamples: always for the broken variants (they prove the checks bite), and for any failure.
+  if [ -s "$dir/trail.txt" ] && { [ "$expect" = fail ] || [ "${result%% *}" = FAIL ]; }; then
+    echo "      counterexample (t = true time in ticks):"
+    head -n 40 "$dir/trail.txt"
+    [ "$(wc -l <"$dir/trail.txt")" -gt 40 ] && echo "      ... (run model/run.sh --keep $name for the whole trail)"
+  fi
+done
+secs=$(awk -v a="$total_started" -v b="$(now_ms)" 'BEGIN { printf("%.1f", (b - a) / 1000) }')
+if [ "$failed" -eq 0 ]; then
+  echo "model: all ${#configs[@]} configurations as required (must-pass verified, broken variants caught) in $secs s"
+else
+  echo "model: $failed of ${#configs[@]} configurations NOT as required ($secs s)" >&2
+  exit 1
+fi
