@@ -106,6 +106,9 @@ export class LockStore implements LockStorePort {
         '#fence = if_not_exists(#fence, :base)',
         '#head = if_not_exists(#tail, :base)',
         '#tail = if_not_exists(#tail, :base) + :one',
+        // The ticket taken is this writer's: a waiter retrying an enqueue whose answer was lost
+        // must not mistake it for its own (it would answer roll calls for a ticket it never got).
+        '#tailToken = :token',
       );
       // Not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
       condition = 'attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)';

@@ -110,7 +110,14 @@ export class MemoryLockStore implements LockStorePort {
       if (w.condition.kind === 'free') {
         if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
         const base = now * 1000;
-        return { ...holder, fence: item.fence ?? base, head: item.tail ?? base, tail: (item.tail ?? base) + 1, claims: undefined };
+        return {
+          ...holder,
+          fence: item.fence ?? base,
+          head: item.tail ?? base,
+          tail: (item.tail ?? base) + 1,
+          tailToken: w.token,
+          claims: undefined,
+        };
       }
       if (!holds(item, w.condition.from) && item.token !== w.token) return undefined;
       return { ...holder, fence: fenceOf(item) + 1 };

@@ -150,7 +150,7 @@ export function lockStoreContract(
           lastHoldMs: undefined,
           head: expect.any(Number),
           tail: record.head! + 1,
-          tailToken: undefined,
+          tailToken: token,
           live: undefined,
         });
         expect(record.head).toBeGreaterThanOrEqual(before * 1000);
@@ -212,7 +212,7 @@ export function lockStoreContract(
           lastHoldMs: 1_500,
           head: freed.tail,
           tail: freed.tail! + 1,
-          tailToken: undefined,
+          tailToken: b.token,
           live: undefined,
         });
         expect(b.record.rvn).not.toBe(freed.rvn);
@@ -409,6 +409,23 @@ export function lockStoreContract(
         expect(other.ticket).toBe(w.ticket + 1);
         // Only the last ticket is recognised: once another was taken, the same token takes a new one.
         expect((await enqueue(key, w.token)).ticket).toBe(w.ticket + 2);
+      });
+
+      it('never lets a retry adopt a ticket it did not take: a free write names its own token as the last ticket taken', async () => {
+        // A waiter's enqueue was applied but its answer lost; its ticket was served and passed
+        // while it retried; then another caller took the free lock.
+        const key = newKey('enqueue-adopt');
+        const a = await take(key);
+        const w = await enqueue(key);
+        expect(await store.release(key, holdingOf(a), LEASE)).toBe(true);
+        const served = await mustRead(key);
+        expect(okRecord(await skip(key, served, served.tail!))).toMatchObject({ head: served.tail, token: undefined });
+        const b = await take(key);
+        expect(b.record.tailToken).toBe(b.token);
+        // The retry is not refused as a duplicate (which would name ticket `tail - 1`, the free
+        // writer's, as the waiter's own): it takes a new ticket behind the holder.
+        const retry = okRecord(await store.enqueue({ key, token: w.token, claimMs: CLAIM }));
+        expect(retry).toMatchObject({ tailToken: w.token, head: b.ticket, tail: b.ticket + 2, token: b.token });
       });
 
       it('records the claim leases of the tickets taken (the largest is read back) until the line is empty again', async () => {
