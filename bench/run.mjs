@@ -4,7 +4,8 @@
  * end of this file). Expects the library built in dist/ (the npm scripts build it first).
  *
  * Options: --quick (CI smoke, about 1 min), --dynamodb-local (else dynalite; env DYNAMODB_ENDPOINT
- * for any server), --only=scenario,... , --systems=dlc,raw (ours always runs), --no-docs.
+ * for any server), --only=scenario,... , --systems=dlc,raw (ours always runs), --no-docs,
+ * --rows=4,64 (only these waiting rows, by N).
  * `--only=waiting` also runs the cross-process scenario's 20 ms hold (ours and raw polling): the
  * waiting table takes its throughput row from there.
  */
@@ -34,6 +35,7 @@ const option = (name) =>
     ?.slice(name.length + 3)
     .split(',');
 const only = option('only');
+const rowsOnly = option('rows');
 /** `--systems=ours,raw` compares fewer locks (ours is always in: every ratio is to it). */
 const locks = LOCKS.filter((id) => id === 'ours' || (option('systems') ?? LOCKS).includes(id));
 
@@ -106,6 +108,10 @@ const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiti
  */
 function planFor(name) {
   const selected = (n) => !only || only.includes(n);
+  if (name === 'waiting' && rowsOnly && selected(name)) {
+    const settings = MODES[mode].waiting;
+    return { ctx, settings: { ...settings, rows: settings.rows.filter((r) => rowsOnly.includes(String(r.n))) } };
+  }
   if (name !== 'crossProcess' || !selected('waiting')) return selected(name) ? { ctx, settings: MODES[mode][name] } : null;
   const settings = MODES[mode].crossProcess;
   return {

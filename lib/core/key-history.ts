@@ -8,6 +8,8 @@ const ALPHA = 0.3;
 interface KeyFacts {
   /** Moving average of how long holders keep the key, in ms. */
   holdMs?: number;
+  /** Moving average of how long after a release (by its wall-clock time) this process's waiters it served learned it, in ms. */
+  promotionMs?: number;
   /**
    * Tokens of this process that no caller holds any more but that may still sit in the item: a
    * release that failed, a waiter that gave up and could not leave the queue. Finding one as the
@@ -123,6 +125,21 @@ export class KeyHistory {
     if (!(holdMs >= 0) || !Number.isFinite(holdMs)) return;
     const facts = this.touch(key);
     facts.holdMs = facts.holdMs === undefined ? holdMs : facts.holdMs + ALPHA * (holdMs - facts.holdMs);
+  }
+
+  /**
+   * How long after a release waiters of `key` usually learn that it served them, if learned: a
+   * promoted waiter holds from then, so waiters behind it time their reads by it.
+   */
+  promotionDelay(key: string): number | undefined {
+    return this.facts.get(key)?.promotionMs;
+  }
+
+  /** Adds one observed delay between a release and the answer that told a waiter of this process it was served. */
+  recordPromotion(key: string, delayMs: number): void {
+    if (!(delayMs >= 0) || !Number.isFinite(delayMs)) return;
+    const facts = this.touch(key);
+    facts.promotionMs = facts.promotionMs === undefined ? delayMs : facts.promotionMs + ALPHA * (delayMs - facts.promotionMs);
   }
 
   /** Notes that `key` is held by someone else now (or free, with `busy: false`). */

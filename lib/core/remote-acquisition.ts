@@ -11,22 +11,7 @@ import type { KeyHistory, RecordObservation } from './key-history';
 import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
 import type { LockTrace } from '../observability/lock.telemetry';
 import { type HeldLease, type Waiter, writeOf } from './lock-state';
-
-/** Shortest pause between polls, and the first one when nothing is known about the holder. */
-const POLL_MIN_MS = 2;
-const FIRST_POLL_MS = 5;
-/** Growth of the pause while a release is overdue or nothing is known. */
-const POLL_GROWTH = 1.5;
-/**
- * Longest pause of the waiter next in line while the holder's release is overdue: a holder that
- * stops gracefully (a release) is noticed within about this, at ten reads a second at most.
- */
-const NEXT_IN_LINE_POLL_MS = 100;
-/** A holder's start read from the item's wall-clock times is trusted only this far ahead of this host's clock, and this old at most. */
-const PLAUSIBLE_SKEW_MS = 50;
-const MAX_HINT_AGE_MS = 60_000;
-/** Beyond this many tickets ahead, a waiter reads once early, to check the line's pace. */
-const FAR_TURNS = 4;
+import { FAR_TURNS, ReadScheduler } from './read.scheduler';
 
 /** What a remote acquisition needs from the manager. */
 export interface AcquisitionHost {
@@ -89,13 +74,6 @@ export class RemoteAcquisition {
   private ticketClaimMs = CLAIM_LEASE_MS;
   /** The version this waiter answered the roll call of. */
   private markedAlive: string | undefined;
-  private holderId: string | undefined;
-  private holderHead: number | undefined;
-  private holderSince = 0;
-  /** The last view that showed a new ticket served, to measure the line's pace from. */
-  private paceFrom: { head: number; at: number } | undefined;
-  /** The fastest time per ticket served seen while this waiter was far back (its own reads do not pace the line there). */
-  private paceMs: number | undefined;
   /**
    * The earliest time a write may have made this waiter the holder: the send time of the last
    * answer that showed another holder, or of the enqueue that found the lock free.
@@ -109,15 +87,15 @@ export class RemoteAcquisition {
   /** The caller gave up and nobody of this process took the ticket over: served, it releases at once. */
   private quiet = false;
   private retryMs = RETRY_MIN_MS;
-  private pollStreak = 0;
-  private rttMs = 2;
-  private lastAnswerAt = monotonicNow();
+  /** When to read next. */
+  private readonly schedule: ReadScheduler;
 
   constructor(
     private readonly host: AcquisitionHost,
     private waiter: Waiter,
   ) {
     this.observed = host.history.observation(waiter.storedKey);
+    this.schedule = new ReadScheduler(host.history, waiter.storedKey, host.options.maxPollMs, monotonicNow());
     // A write of this waiter before this acquisition (a hand-over) may hold the item already:
     // whatever ends the acquisition, clean-up looks.
     this.uncertain = waiter.uncertainSince !== undefined;
@@ -152,8 +130,9 @@ export class RemoteAcquisition {
       }
       const step = this.nextStep();
       if (step.kind === 'wait') {
+        const far = this.schedule.readsFar(this.ticket);
         await this.pause(this.pollDelay());
-        await this.read();
+        await (far ? this.peek() : this.read());
         continue;
       }
       if (step.kind === 'mark-alive') {
@@ -184,7 +163,7 @@ export class RemoteAcquisition {
       this.waiter = next;
       this.quiet = false;
       this.grantedVia = undefined;
-      this.pollStreak = 0;
+      this.schedule.restart();
       this.host.noteWaiting(next);
       return;
     }
@@ -315,6 +294,8 @@ export class RemoteAcquisition {
   private shouldMarkAlive(now: number, current: LockRecord): boolean {
     const { observed, ticket } = this;
     if (!observed || ticket === undefined || observed.version === this.markedAlive) return false;
+    // Only a ticket behind the stalled head answers: the head's own is passed, never chosen.
+    if (current.head === undefined || ticket <= current.head) return false;
     if (current.live !== undefined && current.live <= ticket) return false;
     return now - observed.at >= observed.leaseMs / 2;
   }
@@ -388,15 +369,19 @@ export class RemoteAcquisition {
    * backoff until the deadline (for ever, quietly, while a ticket is kept for nobody); a write
    * that failed that way may have been applied, which a later view reveals.
    */
-  private async request(send: () => Promise<WriteResult>, answer: 'item' | 'read' | 'none' = 'item'): Promise<WriteResult | undefined> {
+  private async request(
+    send: () => Promise<WriteResult>,
+    answer: 'item' | 'read' | 'none' | 'peek' = 'item',
+  ): Promise<WriteResult | undefined> {
     const sentAt = monotonicNow();
     try {
       const result = await send();
-      this.rttMs += 0.2 * (monotonicNow() - sentAt - this.rttMs);
+      this.schedule.noteRoundTrip(monotonicNow() - sentAt);
       this.retryMs = RETRY_MIN_MS;
       // Answered: whatever failed before is over (callers behind this one are not in an outage).
       this.waiter.lastError = undefined;
       // A write that asks for nothing back ('none') answers a success with the key alone.
+      if (answer === 'peek') return result;
       if (result.ok && answer !== 'none') this.see(result.record, sentAt);
       else if (!result.ok && (result.current || answer === 'read')) this.see(result.current, sentAt);
       return result;
@@ -423,6 +408,28 @@ export class RemoteAcquisition {
     return this.request(() => this.host.store.read(this.waiter.storedKey).then((current) => ({ ok: false as const, current })), 'read');
   }
 
+  /**
+   * One eventually consistent read, for timing only: where the line is and how fast it moves.
+   * It may show the item a little old, so it never decides who holds, never counts towards a
+   * lease or a watched version; whatever it shows near this waiter's turn, or a line that did not
+   * move, is read again strongly.
+   */
+  private async peek(): Promise<void> {
+    const { waiter } = this;
+    const result = await this.request(
+      () => this.host.store.read(waiter.storedKey, 'eventual').then((current) => ({ ok: false as const, current })),
+      'peek',
+    );
+    if (!result || result.ok) return;
+    const record = result.current;
+    if (!this.schedule.noteTimingView(record, monotonicNow(), this.ticket)) return;
+    // The version watched is gone: a pass or a roll call at it would only fail.
+    if (this.observed && this.observed.rvn !== record?.rvn) {
+      this.observed = undefined;
+      this.host.history.forgetObservation(waiter.storedKey);
+    }
+  }
+
   /** Updates the view: this waiter's ticket, the watched version, holder changes and their timing. */
   private see(record: LockRecord | undefined, sentAt: number): void {
     const now = monotonicNow();
@@ -437,7 +444,10 @@ export class RemoteAcquisition {
     }
     // Passed without being served (a dead-ticket roll call it missed, an item deleted): queue anew.
     if (this.ticket !== undefined && (current.head === undefined || current.head > this.ticket)) this.ticket = undefined;
-    if (this.heldByMe()) {
+    const mine = this.heldByMe();
+    if (mine) {
+      // Served by a release while watching: how late it was learned times others' reads.
+      if (mine === 'ticket' && this.observed) this.schedule.notePromotion(current);
       this.observed = undefined;
       host.history.forgetObservation(waiter.storedKey);
       return;
@@ -449,19 +459,9 @@ export class RemoteAcquisition {
       waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs ?? silentMs(current) };
       host.history.recordBusy(waiter.storedKey, now);
     }
-    if (held && current.head !== undefined) this.measurePace(current.head, now);
-    if (holderId !== this.holderId) {
-      this.holderSince = this.startHint(current, now) ?? this.changeTime(now, current.head);
-      this.holderId = holderId;
-      this.holderHead = current.head;
-      this.pollStreak = 0;
-    }
-    this.lastAnswerAt = now;
-    if (held) {
-      // For the busy error: when this holder will likely release (a hint for callers' retries).
-      const estimate = this.holdEstimate();
-      waiter.expectedReleaseAt = estimate === undefined ? undefined : Math.max(now, this.holderSince + estimate);
-    }
+    this.schedule.noteView(current, now, this.ticket);
+    // For the busy error: when this holder will likely release (a hint for callers' retries).
+    if (held) waiter.expectedReleaseAt = this.schedule.expectedRelease(now);
     if (!held || current.rvn === undefined) {
       this.observed = undefined;
       host.history.forgetObservation(waiter.storedKey);
@@ -483,103 +483,26 @@ export class RemoteAcquisition {
   }
 
   /**
-   * Measures how fast the line moves between views taken while this waiter is far back: there,
-   * its own reads do not pace the line (next in line, a late read slows the line, and a pace
-   * measured then would feed on it).
-   */
-  private measurePace(head: number, now: number): void {
-    const from = this.paceFrom;
-    const position = this.ticket === undefined ? 0 : this.ticket - head;
-    // Only spans over which the line moved a few tickets, while this waiter was far back; the
-    // fastest such span, so that a stall seen once does not make this waiter read late later.
-    if (from && head - from.head >= FAR_TURNS && position > FAR_TURNS) {
-      const sample = (now - from.at) / (head - from.head);
-      this.paceMs = Math.min(this.paceMs ?? Number.POSITIVE_INFINITY, sample);
-    }
-    if (!from || head !== from.head) this.paceFrom = { head, at: now };
-  }
-
-  /**
-   * When the holder seen at `now` got the lock, from the wall-clock times in the item: its
-   * acquisition, or for a promoted waiter the release that served it, plus the read that told it.
-   * Only reads are timed by it: a host whose clock is off reads too early or too late (a cost),
-   * never takes a lock too early (leases count on the monotonic clock alone). Times that cannot
-   * be right (in the future, or long past) are ignored.
-   */
-  private startHint(record: LockRecord, now: number): number | undefined {
-    const wall = record.token ? record.acquiredAt : record.updatedAt;
-    if (wall === undefined) return undefined;
-    const at = now - (Date.now() - wall) + (record.token ? 0 : this.rttMs);
-    return at > now + PLAUSIBLE_SKEW_MS || at < now - MAX_HINT_AGE_MS ? undefined : Math.min(at, now);
-  }
-
-  /**
-   * When the holder seen at `now` most likely took over: now for the first holder seen; else one
-   * usual hold after the previous holder's start, and a usual cycle more for each ticket served in
-   * between; halfway between the previous answer and this one when nothing is known.
-   */
-  private changeTime(now: number, head: number | undefined): number {
-    if (this.holderId === undefined) return now;
-    const estimate = this.holdEstimate();
-    if (estimate === undefined) return (this.lastAnswerAt + now) / 2;
-    const served = head !== undefined && this.holderHead !== undefined ? Math.max(1, head - this.holderHead) : 1;
-    const started = this.holderSince + estimate + (served - 1) * this.cycleMs(estimate) + this.rttMs;
-    return Math.min(now, Math.max(this.lastAnswerAt, started));
-  }
-
-  /**
-   * A turn of the line: a usual hold, the release write, and the next holder's read that finds it:
-   * the fastest the line can move. (Not a pace measured from grants: it would include how late
-   * waiters read, and waiters timed by it would read later still, slowing the line.)
-   */
-  private cycleMs(hold: number): number {
-    return hold + 2.5 * this.rttMs;
-  }
-
-  /**
-   * How long to wait before the next read. Next in line: until the holder's release is due, then
-   * briefly and growing while it is overdue. Further back: until the waiter ahead is served, which
-   * the position in line and the usual cycle tell. Never past the roll call or the pass of a head
-   * that stalls, nor past the deadline.
+   * How long to wait before the next read: as the schedule times it, and never past the roll call
+   * or the pass of a head that stalls, nor past the deadline.
    */
   private pollDelay(): number {
     const now = monotonicNow();
-    const hold = this.holdEstimate();
-    const head = this.current?.head;
-    const position = this.ticket !== undefined && head !== undefined ? this.ticket - head : 1;
-    const { maxPollMs } = this.host.options;
-    let delay: number | undefined;
-    if (hold !== undefined && this.pollStreak === 0) {
-      // This ticket is served one turn of the line after each ticket ahead of it, counted from
-      // when the holder got the lock. The read aims just after the release lands (a read too
-      // early costs one more); far off, a first read a few turns early checks how the line moved.
-      const cycle = this.cycleMs(hold);
-      const away = this.holderSince + hold + (position - 1) * cycle + this.rttMs / 2 - now;
-      // Far back: at the pace the line was seen moving (else the fastest it can), three turns early.
-      const pace = Math.max(cycle, this.paceMs ?? 0);
-      const farAway = this.holderSince + hold + (position - 1) * pace - now;
-      if (position > FAR_TURNS && farAway > FAR_TURNS * pace) delay = farAway - 3 * pace;
-      else if (away > POLL_MIN_MS) delay = position <= 1 ? Math.min(away, maxPollMs) : away;
-    }
-    if (delay === undefined) {
-      // Overdue: next in line, the release may land any moment; further back, the line moves a
-      // ticket per turn, so reading much more often than that finds nothing new.
-      const cap = position <= 1 ? Math.min(NEXT_IN_LINE_POLL_MS, maxPollMs) : maxPollMs;
-      const base = hold === undefined ? FIRST_POLL_MS : position <= 1 ? POLL_MIN_MS : Math.max(POLL_MIN_MS, this.cycleMs(hold) / 4);
-      delay = Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
-    }
+    // A promoted lease counts from the last strongly consistent answer that showed another
+    // holder: one long ago (timing reads only since) would make the waiter write before it holds.
+    const staleView = now - this.lastNotMineAt > this.claimMs() / 4;
+    let delay = this.schedule.delay(now, { ticket: this.ticket, staleView });
     const { observed } = this;
     if (observed) {
-      const rollCall = this.ticket !== undefined && observed.version !== this.markedAlive ? observed.leaseMs / 2 : observed.leaseMs;
+      // Far back, waiters nearer the head answer the roll call; this one looks by the time the
+      // head would be passed (then it passes it itself, when nobody ahead of it is alive).
+      const answers =
+        this.ticket !== undefined && observed.version !== this.markedAlive && this.schedule.position(this.ticket) <= FAR_TURNS;
+      const rollCall = answers ? observed.leaseMs / 2 : observed.leaseMs;
       delay = Math.min(delay, Math.max(0, observed.at + rollCall - now));
     }
     if (!this.quiet) delay = Math.min(delay, this.waiter.deadline - now);
     return Math.max(0, delay);
-  }
-
-  /** How long holders of this key usually keep it: learned here, or as the last holder wrote it. */
-  private holdEstimate(): number | undefined {
-    return this.host.history.holdEstimate(this.waiter.storedKey) ?? this.current?.lastHoldMs;
   }
 
   /**

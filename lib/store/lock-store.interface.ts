@@ -1,5 +1,14 @@
 import type { LockRecord } from './lock-record';
-import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, StoreHealth, TicketWrite, WriteResult } from './lock-store.protocol';
+import type {
+  AcquireWrite,
+  HeartbeatWrite,
+  Holding,
+  ReadConsistency,
+  SkipWrite,
+  StoreHealth,
+  TicketWrite,
+  WriteResult,
+} from './lock-store.protocol';
 
 /**
  * Where lock records live. The DynamoDB store is the product; an in-memory store with the same
@@ -19,8 +28,11 @@ export interface LockStorePort {
   heartbeat(write: HeartbeatWrite): Promise<WriteResult>;
   /** Releases a held lock, serving the next ticket; `false` when `holding` did not hold it. `heldMs` is recorded for waiters. */
   release(key: string, holding: Holding, leaseMs: number, heldMs?: number): Promise<boolean>;
-  /** Reads one record (strongly consistent). */
-  read(key: string): Promise<LockRecord | undefined>;
+  /**
+   * Reads one record: strongly consistent, or `'eventual'` (half the price on DynamoDB, possibly
+   * a little old: only for timing reads, never for deciding who holds).
+   */
+  read(key: string, consistency?: ReadConsistency): Promise<LockRecord | undefined>;
   /** Every held record whose key starts with `prefix`. */
   scanHeld(prefix: string): AsyncGenerator<LockRecord>;
   /** Checks (or creates) whatever the store needs before use, e.g. the DynamoDB table. */

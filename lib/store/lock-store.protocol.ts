@@ -110,3 +110,6 @@ export interface TableHealth {
   /** The error of a `'failed'` check. */
   error?: unknown;
 }
+
+/** How a read sees the item: as of the last write (`'strong'`), or possibly a little earlier (`'eventual'`). */
+export type ReadConsistency = 'strong' | 'eventual';

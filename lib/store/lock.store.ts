@@ -14,7 +14,16 @@ import { LockTableError } from '../errors/lock.errors';
 import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../errors/lock.messages';
 import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
-import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TableHealth, TicketWrite, WriteResult } from './lock-store.protocol';
+import type {
+  AcquireWrite,
+  HeartbeatWrite,
+  Holding,
+  ReadConsistency,
+  SkipWrite,
+  TableHealth,
+  TicketWrite,
+  WriteResult,
+} from './lock-store.protocol';
 import { ensureLockTable, tableHealth } from './lock-table';
 import { sendWithinLimit } from './timed-request';
 import { isConditionFailure } from './transient-error';
@@ -296,10 +305,10 @@ export class LockStore implements LockStorePort {
   }
 
   /** Strongly consistent read of one lock item. */
-  async read(key: string): Promise<LockRecord | undefined> {
+  async read(key: string, consistency: ReadConsistency = 'strong'): Promise<LockRecord | undefined> {
     const output = await this.send(
       'GetItem',
-      new GetItemCommand({ TableName: this.options.tableName, Key: { [ATTR.key]: { S: key } }, ConsistentRead: true }),
+      new GetItemCommand({ TableName: this.options.tableName, Key: { [ATTR.key]: { S: key } }, ConsistentRead: consistency === 'strong' }),
     );
     return output.Item ? toLockRecord(output.Item) : undefined;
   }

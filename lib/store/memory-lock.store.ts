@@ -1,7 +1,7 @@
 import { randomToken } from '../utils/random-token';
 import { ATTR, isHeld, type LockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
-import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TicketWrite, WriteResult } from './lock-store.protocol';
+import type { AcquireWrite, HeartbeatWrite, Holding, ReadConsistency, SkipWrite, TicketWrite, WriteResult } from './lock-store.protocol';
 
 /** One lock item with the DynamoDB store's attributes; an absent attribute is `undefined`. */
 interface StoredItem {
@@ -224,7 +224,8 @@ export class MemoryLockStore implements LockStorePort {
     return result.ok || result.current?.released === h.token;
   }
 
-  async read(key: string): Promise<LockRecord | undefined> {
+  /** Reads one record; with no replicas here, an eventually consistent read is as current as a strong one. */
+  async read(key: string, _consistency?: ReadConsistency): Promise<LockRecord | undefined> {
     await tick();
     const item = this.items.get(key);
     return item ? toRecord(item) : undefined;

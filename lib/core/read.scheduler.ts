@@ -1,0 +1,232 @@
+import { isHeld, type LockRecord } from '../store/lock-record';
+import type { KeyHistory } from './key-history';
+
+/** Shortest pause between polls, and the first one when nothing is known about the holder. */
+const POLL_MIN_MS = 2;
+const FIRST_POLL_MS = 5;
+/** Growth of the pause while a release is overdue or nothing is known. */
+const POLL_GROWTH = 1.5;
+/**
+ * Longest pause of the waiter next in line while the holder's release is overdue: a holder that
+ * stops gracefully (a release) is noticed within about this, at ten reads a second at most.
+ */
+const NEXT_IN_LINE_POLL_MS = 100;
+/** A holder's start read from the item's wall-clock times is trusted only this far ahead of this host's clock, and this old at most. */
+const PLAUSIBLE_SKEW_MS = 50;
+const MAX_HINT_AGE_MS = 60_000;
+/** A promoted waiter that learned it later than this after the release (by wall clocks) says nothing about the usual delay. */
+const MAX_PROMOTION_DELAY_MS = 1_000;
+/**
+ * Beyond this many tickets ahead, a waiter is far back: it times its reads by the pace it saw the
+ * line move at, and they are eventually consistent (half the price), for timing only.
+ */
+export const FAR_TURNS = 4;
+/** Far back, a read aims at this share of the place in line still ahead, and at least three turns early: the margin for a pace that changes. */
+const FAR_AIM = 0.1;
+const FAR_AIM_MIN = 3;
+
+/** What the schedule needs to know of the waiter at the moment it is asked. */
+export interface ReadPlan {
+  /** The waiter's ticket, if it has one. */
+  readonly ticket: number | undefined;
+  /** Whether its last strongly consistent answer that showed another holder is too old to count a promoted lease from (see {@link ReadScheduler.delay}). */
+  readonly staleView: boolean;
+}
+
+/**
+ * When a waiter in line reads the item next: from its place, how long holders of the key keep
+ * it, when the holder seen most likely got the lock, and how fast the line was seen moving. It
+ * decides timing only: what a read shows is the acquisition's to judge.
+ *
+ * - Next in line: just after the release that serves it lands, then briefly and growing while
+ *   that release is overdue (every 100 ms at most, so a graceful stop is noticed quickly).
+ * - Near its turn: when the releases ahead of it are due, a turn of the line each.
+ * - Far back: eventually consistent timing reads at the pace the line was seen moving, each
+ *   aiming at a tenth of the way still ahead (at least three turns early).
+ */
+export class ReadScheduler {
+  private holderId: string | undefined;
+  private holderHead: number | undefined;
+  /** When the holder seen most likely got the lock (monotonic). */
+  private holderSince = 0;
+  /** The first view that showed the line while the waiter was far back, to measure the line's pace from. */
+  private paceFrom: { head: number; at: number } | undefined;
+  /** The time per ticket served since then (far back, the waiter's own reads do not pace the line). */
+  private paceMs: number | undefined;
+  /** The ticket served, as the latest view (strongly consistent or not) showed it. */
+  private lineHead: number | undefined;
+  /** A timing read found the line where the last view left it: the next read is strongly consistent (a stall is watched). */
+  private stalled = false;
+  private pollStreak = 0;
+  private rttMs = 2;
+  private lastAnswerAt: number;
+  /** The `lastHoldMs` of the last view: how long the previous holder kept the lock, as it wrote. */
+  private lastHoldMs: number | undefined;
+
+  constructor(
+    private readonly history: KeyHistory,
+    private readonly key: string,
+    private readonly maxPollMs: number,
+    now: number,
+  ) {
+    this.lastAnswerAt = now;
+  }
+
+  /** A request answered after `ms`: the round trip reads are timed with. */
+  noteRoundTrip(ms: number): void {
+    this.rttMs += 0.2 * (ms - this.rttMs);
+  }
+
+  /** Starts the schedule anew (a new caller took the ticket over). */
+  restart(): void {
+    this.pollStreak = 0;
+  }
+
+  /** A strongly consistent view of the item, answered at `now`, with the waiter's ticket then. */
+  noteView(record: LockRecord, now: number, ticket: number | undefined): void {
+    const { head } = record;
+    if (head === undefined || this.lineHead === undefined || head > this.lineHead) this.stalled = false;
+    this.lineHead = head === undefined || this.lineHead === undefined ? head : Math.max(this.lineHead, head);
+    this.lastHoldMs = record.lastHoldMs;
+    if (isHeld(record) && head !== undefined) this.measurePace(head, now, ticket);
+    this.noteHolder(record, now);
+  }
+
+  /**
+   * A timing read (eventually consistent, perhaps a little old), answered at `now`.
+   * @returns whether it showed the line moved since the last view; if not, the next read is strong.
+   */
+  noteTimingView(record: LockRecord | undefined, now: number, ticket: number | undefined): boolean {
+    const head = record?.head;
+    if (!record || head === undefined || ticket === undefined || !isHeld(record) || head <= (this.lineHead ?? head - 1)) {
+      this.stalled = true;
+      return false;
+    }
+    this.lineHead = head;
+    this.measurePace(head, now, ticket);
+    this.noteHolder(record, now);
+    return true;
+  }
+
+  /** A view showed the waiter served by a release: how late it learned it (wall clocks, for read timing only). */
+  notePromotion(record: LockRecord): void {
+    if (record.updatedAt === undefined) return;
+    const late = Date.now() - record.updatedAt;
+    if (late <= MAX_PROMOTION_DELAY_MS) this.history.recordPromotion(this.key, Math.max(0, late));
+  }
+
+  /** The waiter's place in line by the latest view: 1 is next; unknown counts as next. */
+  position(ticket: number | undefined): number {
+    return ticket !== undefined && this.lineHead !== undefined ? ticket - this.lineHead : 1;
+  }
+
+  /** Whether the next read is a timing read: far back in a line that moves, with the pace of holds known. */
+  readsFar(ticket: number | undefined): boolean {
+    if (ticket === undefined || this.lineHead === undefined || this.stalled) return false;
+    return ticket - this.lineHead > FAR_TURNS && this.holdEstimate() !== undefined;
+  }
+
+  /** When the holder seen will likely release (monotonic), for the busy error's hint; undefined when unknown. */
+  expectedRelease(now: number): number | undefined {
+    const estimate = this.holdEstimate();
+    return estimate === undefined ? undefined : Math.max(now, this.holderSince + estimate);
+  }
+
+  /**
+   * How long to wait before the next read, at `now`. Near its turn, the read aims just after the
+   * release that serves the waiter lands (a read too early costs one more); a waiter whose last
+   * strongly consistent answer is old (`plan.staleView`: timing reads only since) aims one turn
+   * earlier, so that a lease it is promoted to counts from a recent answer, not with a write.
+   */
+  delay(now: number, plan: ReadPlan): number {
+    const hold = this.holdEstimate();
+    const position = this.position(plan.ticket);
+    if (hold !== undefined && this.pollStreak === 0) {
+      const cycle = this.cycleMs(hold);
+      const turn = this.paceMs ?? cycle;
+      if (position > FAR_TURNS && !this.stalled) {
+        // Far back: at the pace the line was seen moving (else the fastest it can), aiming at a
+        // few turns before its own, and at least half-way there.
+        const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
+        return Math.max(this.holderSince + hold + (position - 1 - aim) * turn - now, ((position - aim) * turn) / 2);
+      }
+      const early = position > 1 && plan.staleView ? 1 : 0;
+      const away = this.holderSince + hold + (position - 1 - early) * turn + this.rttMs / 2 - now;
+      if (away > POLL_MIN_MS) return position <= 1 ? Math.min(away, this.maxPollMs) : away;
+    }
+    // Overdue: next in line, the release may land any moment; further back, the line moves a
+    // ticket per turn, so reading much more often than that finds nothing new.
+    const cap = position <= 1 ? Math.min(NEXT_IN_LINE_POLL_MS, this.maxPollMs) : this.maxPollMs;
+    const base = hold === undefined ? FIRST_POLL_MS : position <= 1 ? POLL_MIN_MS : Math.max(POLL_MIN_MS, this.cycleMs(hold) / 4);
+    return Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
+  }
+
+  /** How long holders of this key usually keep it: learned here, or as the last holder wrote it. */
+  private holdEstimate(): number | undefined {
+    return this.history.holdEstimate(this.key) ?? this.lastHoldMs;
+  }
+
+  /** Notes a change of holder, and when it most likely got the lock (the reads are timed from it). */
+  private noteHolder(record: LockRecord, now: number): void {
+    const holderId = record.token ?? (isHeld(record) ? `ticket ${record.head}` : undefined);
+    if (holderId !== this.holderId) {
+      this.holderSince = this.startHint(record, now) ?? this.changeTime(now, record.head);
+      this.holderId = holderId;
+      this.holderHead = record.head;
+      this.pollStreak = 0;
+    }
+    this.lastAnswerAt = now;
+  }
+
+  /**
+   * Measures how fast the line moves, from the first view that showed the waiter far back: there,
+   * its own reads do not pace the line (next in line, a late read slows the line, and a pace
+   * measured then would feed on it). Near its turn, the last pace measured stays.
+   */
+  private measurePace(head: number, now: number, ticket: number | undefined): void {
+    if (ticket === undefined || ticket - head <= FAR_TURNS) return;
+    const from = this.paceFrom;
+    if (!from || from.head > head) {
+      this.paceFrom = { head, at: now };
+      return;
+    }
+    if (head - from.head >= FAR_TURNS) this.paceMs = (now - from.at) / (head - from.head);
+  }
+
+  /**
+   * When the holder seen at `now` got the lock, from the wall-clock times in the item: its
+   * acquisition, or for a promoted waiter the release that served it, plus how late promoted
+   * waiters of this process usually learn it. Only reads are timed by it: a host whose clock is
+   * off reads too early or too late (a cost), never takes a lock too early (leases count on the
+   * monotonic clock alone). Times that cannot be right (in the future, or long past) are ignored.
+   */
+  private startHint(record: LockRecord, now: number): number | undefined {
+    const wall = record.token ? record.acquiredAt : record.updatedAt;
+    if (wall === undefined) return undefined;
+    const promoted = this.history.promotionDelay(this.key) ?? this.rttMs;
+    const at = now - (Date.now() - wall) + (record.token ? 0 : promoted);
+    return at > now + PLAUSIBLE_SKEW_MS || at < now - MAX_HINT_AGE_MS ? undefined : Math.min(at, now);
+  }
+
+  /**
+   * When the holder seen at `now` most likely took over: now for the first holder seen; else one
+   * usual hold after the previous holder's start, and a usual cycle more for each ticket served in
+   * between; halfway between the previous answer and this one when nothing is known.
+   */
+  private changeTime(now: number, head: number | undefined): number {
+    if (this.holderId === undefined) return now;
+    const estimate = this.holdEstimate();
+    if (estimate === undefined) return (this.lastAnswerAt + now) / 2;
+    const served = head !== undefined && this.holderHead !== undefined ? Math.max(1, head - this.holderHead) : 1;
+    const started = this.holderSince + estimate + (served - 1) * this.cycleMs(estimate) + this.rttMs;
+    return Math.min(now, Math.max(this.lastAnswerAt, started));
+  }
+
+  /**
+   * A turn of the line: a usual hold, the release write, and the next holder's read that finds it:
+   * the fastest the line can move, used until a pace was measured.
+   */
+  private cycleMs(hold: number): number {
+    return hold + 2.5 * this.rttMs;
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * Waiting in line over a simulated network, on fake timers: every request reaches the in-memory
+ * store after a one-way delay and its answer comes back after another (1–3 ms each, seeded
+ * random), and holds run a little over their 20 ms (late timers). Separate managers, as separate
+ * instances would be, loop on one key. What waiting costs in reads, and how fast the line moves,
+ * then depend on the engine's read timing alone, not on the machine running the test.
+ */
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { LockManager } from '../../lib';
+import { MemoryLockStore } from '../../lib/store/memory-lock.store';
+import type { LockStorePort } from '../../lib/store/lock-store.interface';
+import { MemoryLogger } from '../support/lock-fixture';
+
+const HOLD_MS = 20;
+
+/** A small seeded generator (mulberry32), so every run sees the same delays. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+interface Counts {
+  reads: number;
+  writes: number;
+  ops: Record<string, number>;
+  /** Reads by the reader's place in line when answered (0: served; -1: no ticket known). */
+  readsAt: Map<number, number>;
+  /** (1000 + place for eventually consistent reads) */
+}
+
+/** The store behind a network: each call arrives after `oneWay()` ms and is answered after another. */
+function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts): (owner: string) => LockStorePort {
+  return () => {
+    let ticket: number | undefined;
+    const call =
+      <A extends unknown[], R>(fn: (...args: A) => Promise<R>, after?: (result: R, eventual: boolean) => void) =>
+      async (...args: A): Promise<R> => {
+        await pause(oneWay());
+        const result = await fn.apply(store, args);
+        await pause(oneWay());
+        const op = `${fn.name}${args[1] === 'eventual' ? '~' : ''}${(result as { ok?: boolean })?.ok === false && fn.name !== 'read' ? '!' : ''}`;
+        counts.ops[op] = (counts.ops[op] ?? 0) + 1;
+        after?.(result, args[1] === 'eventual');
+        return result;
+      };
+    const port: LockStorePort = {
+      acquire: call(store.acquire, () => counts.writes++),
+      enqueue: call(store.enqueue, (r) => {
+        counts.writes++;
+        const record = r.ok ? r.record : r.current;
+        if (record?.tail !== undefined) ticket = record.tail - 1;
+      }),
+      skip: call(store.skip, () => counts.writes++),
+      markAlive: call(store.markAlive, () => counts.writes++),
+      heartbeat: call(store.heartbeat, () => counts.writes++),
+      release: call(store.release, () => counts.writes++),
+      read: call(store.read, (r, eventual?: boolean) => {
+        counts.reads++;
+        const place = ticket === undefined || r?.head === undefined ? -1 : Math.max(-1, ticket - r.head);
+        const bucket = (eventual ? 1000 : 0) + Math.min(place, 40);
+        counts.readsAt.set(bucket, (counts.readsAt.get(bucket) ?? 0) + 1);
+      }),
+      scanHeld: (prefix) => store.scanHeld(prefix),
+      prepare: (create) => store.prepare(create),
+    };
+    return port;
+  };
+}
+
+/** `n` managers looping acquire → hold → release on one key for `ms` of fake time, over the network. */
+async function runNetworkedLine(n: number, ms: number, seed = 1) {
+  const random = seeded(seed);
+  jest.spyOn(Math, 'random').mockImplementation(random);
+  const counts: Counts = { reads: 0, writes: 0, ops: {}, readsAt: new Map() };
+  const portFor = networked(new MemoryLockStore(), () => 1 + 2 * random(), counts);
+  const managers = Array.from(
+    { length: n },
+    (_, i) => new LockManager({ store: portFor(`m${i}`), ownerName: `m${i}`, logger: new MemoryLogger() }),
+  );
+  const grants = new Array<number>(n).fill(0);
+  let inside = 0;
+  let overlaps = 0;
+  let stop = false;
+  const loops = managers.map(async (manager, i) => {
+    while (!stop) {
+      const lock = await manager.acquire('line', { wait: '10m' });
+      if (++inside > 1) overlaps++;
+      grants[i]!++;
+      await pause(HOLD_MS + 3 * random());
+      inside--;
+      await lock.release();
+    }
+  });
+  await jest.advanceTimersByTimeAsync(2_000);
+  const before = {
+    ops: { ...counts.ops },
+    reads: counts.reads,
+    writes: counts.writes,
+    readsAt: new Map(counts.readsAt),
+    grants: [...grants],
+  };
+  await jest.advanceTimersByTimeAsync(ms);
+  const after = { ops: { ...counts.ops }, reads: counts.reads, writes: counts.writes };
+  const shares = grants.map((g, i) => g - before.grants[i]!);
+  const acquisitions = shares.reduce((a, b) => a + b, 0);
+  const readsAt: Record<string, number> = {};
+  for (const [place, count] of counts.readsAt)
+    if (count > (before.readsAt.get(place) ?? 0))
+      readsAt[place] = Math.round(((count - (before.readsAt.get(place) ?? 0)) / acquisitions) * 100) / 100;
+  const ops: Record<string, number> = {};
+  for (const [op, c] of Object.entries(after.ops)) ops[op] = (c - (before.ops[op] ?? 0)) / acquisitions;
+  stop = true;
+  await jest.advanceTimersByTimeAsync(n * 200 + 5_000);
+  await Promise.all(loops);
+  await Promise.all(managers.map((m) => m.close()));
+  return {
+    acquisitions,
+    fractionOfHold: acquisitions / (ms / HOLD_MS),
+    readsPerAcquisition: (after.reads - before.reads) / acquisitions,
+    eventualReadsPerAcquisition: ops['read~'] ?? 0,
+    readUnitsPerAcquisition: (ops['read'] ?? 0) + 0.5 * (ops['read~'] ?? 0),
+    writesPerAcquisition: (after.writes - before.writes) / acquisitions,
+    readsAt,
+    ops,
+    smallestShare: Math.min(...shares) / (acquisitions / n),
+    overlaps,
+  };
+}
+
+describe('waiting in line over a network (simulated, fake timers)', () => {
+  beforeEach(() => {
+    jest.useFakeTimers({ now: 0 });
+  });
+  afterEach(() => {
+    jest.restoreAllMocks();
+    jest.useRealTimers();
+  });
+
+  // Read units as DynamoDB bills an item under 4 KB: 1 a strongly consistent read, 0.5 an eventually consistent one.
+  it.each([
+    [4, 2.5],
+    [64, 4],
+    [200, 4],
+  ])(
+    '%i waiters: a ticket and a release written, at most %d read units, fair, the line moving at about a round trip per hand-over',
+    async (n, maxReadUnits) => {
+      const line = await runNetworkedLine(n, n > 64 ? 20_000 : 10_000);
+      expect(line.overlaps).toBe(0);
+      expect(line.writesPerAcquisition).toBeLessThanOrEqual(2.05 + n / line.acquisitions);
+      expect(line.readUnitsPerAcquisition).toBeLessThanOrEqual(maxReadUnits);
+      expect(line.smallestShare).toBeGreaterThanOrEqual(0.8);
+      // Holds of 20–23 ms and round trips of 2–6 ms: a hand-over costs about one round trip.
+      expect(line.fractionOfHold).toBeGreaterThan(0.7);
+    },
+    60_000,
+  );
+
+  it('times far-back reads by the pace of the line: eventually consistent, and a few per acquisition', async () => {
+    const line = await runNetworkedLine(200, 20_000);
+    const far = Object.entries(line.readsAt).filter(([place]) => Number(place) >= 1000 + 5);
+    expect(line.eventualReadsPerAcquisition).toBeGreaterThan(0.5);
+    expect(line.eventualReadsPerAcquisition).toBeLessThanOrEqual(3);
+    // Every strongly consistent read is near the turn (place 4 or less): far back only timing reads.
+    expect(Object.keys(line.readsAt).filter((place) => Number(place) < 1000 && Number(place) > 4)).toEqual([]);
+    expect(far.length).toBeGreaterThan(0);
+  }, 60_000);
+});
