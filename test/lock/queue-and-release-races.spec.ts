@@ -111,22 +111,23 @@ describeEachServer('queue and release races', (server) => {
     await lock.release();
   }, 20_000);
 
-  it('gives a promoted waiter the lock at once when writing its data fails for a while, and writes it after', async () => {
+  it('writes the data of a promoted waiter before it gets the lock, retrying a write that fails for a while', async () => {
     const events: LockEvent[] = [];
     const holder = fixture.manager({ ownerName: 'holder', leaseDuration: 1_500 });
     const waiter = fixture.manager({ ownerName: 'waiter', onEvent: (event) => events.push(event) });
     const key = newKey('promoted-throttled');
     const held = await holder.acquire(key);
-    // A wait that ends soon after the promotion: the data write must not hold the caller back.
-    // Data too large for the queue (over 256 bytes): the promoted waiter writes it itself.
-    const waiting = waiter.acquire(key, { wait: '1500ms', data: { job: 9, note: 'n'.repeat(300) } });
+    // A promoted waiter holds from a read; with data, it writes the data (and its lease) first, so
+    // the item shows them while it holds.
+    const waiting = waiter.acquire(key, { wait: '20s', data: { job: 9, note: 'n'.repeat(300) } });
     for (let i = 0; i < 100 && !events.some((e) => e.type === 'waiting'); i++) await sleep(10);
     await sleep(600); // the holder's heartbeat sees the queue, so its release promotes
     const faults = injectFaults(waiter.client).failNext('UpdateItem', { kind: 'server-error', times: 12 });
     await held.release();
     const lock = await waiting;
     expect(events.find((e) => e.type === 'acquired')).toMatchObject({ via: 'promotion' });
-    const info = await inspectUntil(waiter, key, (i) => i?.data !== undefined);
+    // Written before the caller got the lock: the item shows it at once.
+    const info = await waiter.inspect(key);
     expect(info).toMatchObject({ owner: 'waiter', fencingToken: lock.fencingToken, data: { job: 9 } });
     expect((info?.data as { note: string }).note).toHaveLength(300);
     // Every injected failure hit the data write, which was retried past them.

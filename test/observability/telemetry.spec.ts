@@ -149,8 +149,16 @@ describeEachServer('OpenTelemetry spans and metrics', (server) => {
     const other = await ready(fixture.manager());
     const blocker = await other.acquire(newKey('cancel'));
     const controller = new AbortController();
+    const waiting = new Promise<void>((resolve) => {
+      const stop = manager.subscribe((event) => {
+        if (event.type !== 'waiting' || event.key !== blocker.key) return;
+        stop();
+        resolve();
+      });
+    });
     const cancelled = manager.acquire(blocker.key, { wait: '10s', signal: controller.signal });
-    await sleep(50);
+    // Cancelled once it waits (its `waiting` span event recorded), however slow the machine.
+    await waiting;
     controller.abort(new Error('caller gave up'));
     await expect(cancelled).rejects.toThrow('caller gave up');
     const acquire = only(
