@@ -2,6 +2,8 @@ import type { LockHolder } from '../errors/lock.errors';
 
 /** How many keys are remembered; the least recently updated are forgotten first. */
 const MAX_KEYS = 1_000;
+/** How many recent round trips are kept (their shortest is the one reads are timed with). */
+const ROUND_TRIPS_KEPT = 16;
 /** Weight of a new sample in the moving average of hold times. */
 const ALPHA = 0.3;
 
@@ -54,6 +56,37 @@ export interface RecordObservation {
  */
 export class KeyHistory {
   private readonly facts = new Map<string, KeyFacts>();
+  /** Moving average of how late this process's timers fire, in ms (a loaded event loop). */
+  private timerLateMs = 0;
+  /** The last request round trips, in ms (a ring). */
+  private readonly roundTrips: number[] = [];
+  private nextRoundTrip = 0;
+
+  /**
+   * The round trip of a request to the table without queueing: the shortest of the last few
+   * (a burst of requests or a slow moment does not make reads aim late). 2 ms before any.
+   */
+  roundTrip(): number {
+    return this.roundTrips.length === 0 ? 2 : Math.min(...this.roundTrips);
+  }
+
+  /** Adds one observed round trip of a request. */
+  recordRoundTrip(ms: number): void {
+    if (!(ms >= 0) || !Number.isFinite(ms)) return;
+    this.roundTrips[this.nextRoundTrip] = ms;
+    this.nextRoundTrip = (this.nextRoundTrip + 1) % ROUND_TRIPS_KEPT;
+  }
+
+  /** How late this process's timers usually fire, in ms: reads timed to the millisecond aim that much earlier. */
+  timerLateness(): number {
+    return this.timerLateMs;
+  }
+
+  /** Adds one observed lateness of a timer (how long after its due time it fired). */
+  recordTimerLateness(lateMs: number): void {
+    if (!Number.isFinite(lateMs)) return;
+    this.timerLateMs += ALPHA * (Math.max(0, lateMs) - this.timerLateMs);
+  }
 
   /** The estimated hold time of `key` in ms, if anything was learned. */
   holdEstimate(key: string): number | undefined {

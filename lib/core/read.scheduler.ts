@@ -29,8 +29,12 @@ const FAR_AIM_MIN = 3;
 export interface ReadPlan {
   /** The waiter's ticket, if it has one. */
   readonly ticket: number | undefined;
-  /** Whether its last strongly consistent answer that showed another holder is too old to count a promoted lease from (see {@link ReadScheduler.delay}). */
-  readonly staleView: boolean;
+  /** How long ago its last strongly consistent answer that showed another holder was sent (see {@link ReadScheduler.delay}). */
+  readonly viewAgeMs: number;
+  /** How old that answer may be when the waiter is served, for a promoted lease to count from it without a write. */
+  readonly viewValidMs: number;
+  /** Whether the next read is a timing read (see {@link ReadScheduler.readsFar}). */
+  readonly far: boolean;
 }
 
 /**
@@ -55,10 +59,11 @@ export class ReadScheduler {
   private paceMs: number | undefined;
   /** The ticket served, as the latest view (strongly consistent or not) showed it. */
   private lineHead: number | undefined;
-  /** A timing read found the line where the last view left it: the next read is strongly consistent (a stall is watched). */
-  private stalled = false;
+  /** When a view last showed the line move (monotonic). */
+  private lineMovedAt: number;
   private pollStreak = 0;
-  private rttMs = 2;
+  /** Whether the read the last {@link delay} timed is to be strongly consistent, even far back. */
+  private strongNext = true;
   private lastAnswerAt: number;
   /** The `lastHoldMs` of the last view: how long the previous holder kept the lock, as it wrote. */
   private lastHoldMs: number | undefined;
@@ -70,11 +75,17 @@ export class ReadScheduler {
     now: number,
   ) {
     this.lastAnswerAt = now;
+    this.lineMovedAt = now;
   }
 
-  /** A request answered after `ms`: the round trip reads are timed with. */
+  /** A request answered after `ms`: the round trips reads are timed with (kept per process). */
   noteRoundTrip(ms: number): void {
-    this.rttMs += 0.2 * (ms - this.rttMs);
+    this.history.recordRoundTrip(ms);
+  }
+
+  /** The round trip reads are timed with. */
+  private get rttMs(): number {
+    return this.history.roundTrip();
   }
 
   /** Starts the schedule anew (a new caller took the ticket over). */
@@ -85,7 +96,7 @@ export class ReadScheduler {
   /** A strongly consistent view of the item, answered at `now`, with the waiter's ticket then. */
   noteView(record: LockRecord, now: number, ticket: number | undefined): void {
     const { head } = record;
-    if (head === undefined || this.lineHead === undefined || head > this.lineHead) this.stalled = false;
+    if (head === undefined || this.lineHead === undefined || head > this.lineHead) this.lineMovedAt = now;
     this.lineHead = head === undefined || this.lineHead === undefined ? head : Math.max(this.lineHead, head);
     this.lastHoldMs = record.lastHoldMs;
     if (isHeld(record) && head !== undefined) this.measurePace(head, now, ticket);
@@ -94,15 +105,18 @@ export class ReadScheduler {
 
   /**
    * A timing read (eventually consistent, perhaps a little old), answered at `now`.
-   * @returns whether it showed the line moved since the last view; if not, the next read is strong.
+   * @returns whether it showed the line moved since the last view.
    */
   noteTimingView(record: LockRecord | undefined, now: number, ticket: number | undefined): boolean {
     const head = record?.head;
-    if (!record || head === undefined || ticket === undefined || !isHeld(record) || head <= (this.lineHead ?? head - 1)) {
-      this.stalled = true;
+    if (!record || head === undefined || ticket === undefined || !isHeld(record)) {
+      // Free, gone, or no ticket: only a strongly consistent read can tell what to do.
+      this.lineMovedAt = Number.NEGATIVE_INFINITY;
       return false;
     }
+    if (head <= (this.lineHead ?? head - 1)) return false;
     this.lineHead = head;
+    this.lineMovedAt = now;
     this.measurePace(head, now, ticket);
     this.noteHolder(record, now);
     return true;
@@ -120,10 +134,19 @@ export class ReadScheduler {
     return ticket !== undefined && this.lineHead !== undefined ? ticket - this.lineHead : 1;
   }
 
-  /** Whether the next read is a timing read: far back in a line that moves, with the pace of holds known. */
-  readsFar(ticket: number | undefined): boolean {
-    if (ticket === undefined || this.lineHead === undefined || this.stalled) return false;
+  /**
+   * Whether the next read is a timing read: far back in a line seen moving within `stallMs`, with
+   * the pace of holds known. A line that stopped is read strongly, so that its head is watched
+   * (and passed when it stays silent), also by a waiter far back when nobody ahead of it is alive.
+   */
+  readsFar(ticket: number | undefined, now: number, stallMs: number): boolean {
+    if (ticket === undefined || this.lineHead === undefined || now - this.lineMovedAt > stallMs) return false;
     return ticket - this.lineHead > FAR_TURNS && this.holdEstimate() !== undefined;
+  }
+
+  /** Whether the read the last {@link delay} timed is strongly consistent (else a timing read). */
+  get readsStrong(): boolean {
+    return this.strongNext;
   }
 
   /** When the holder seen will likely release (monotonic), for the busy error's hint; undefined when unknown. */
@@ -135,23 +158,33 @@ export class ReadScheduler {
   /**
    * How long to wait before the next read, at `now`. Near its turn, the read aims just after the
    * release that serves the waiter lands (a read too early costs one more); a waiter whose last
-   * strongly consistent answer is old (`plan.staleView`: timing reads only since) aims one turn
-   * earlier, so that a lease it is promoted to counts from a recent answer, not with a write.
+   * strongly consistent answer would be too old by its turn (timing reads only since) aims one
+   * turn earlier, so that a lease it is promoted to counts from a recent answer, not with a write.
    */
   delay(now: number, plan: ReadPlan): number {
     const hold = this.holdEstimate();
     const position = this.position(plan.ticket);
+    this.strongNext = !plan.far;
     if (hold !== undefined && this.pollStreak === 0) {
       const cycle = this.cycleMs(hold);
       const turn = this.paceMs ?? cycle;
-      if (position > FAR_TURNS && !this.stalled) {
-        // Far back: at the pace the line was seen moving (else the fastest it can), aiming at a
-        // few turns before its own, and at least half-way there.
+      // Timers of a loaded process fire late: aimed reads are set that much earlier.
+      const late = this.history.timerLateness();
+      if (plan.far) {
+        // Far back: at the pace the line was seen moving (never faster than holds), else the
+        // fastest it can, aiming at a few turns before its own, and at least half-way there.
+        const pace = Math.max(hold, turn);
         const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
-        return Math.max(this.holderSince + hold + (position - 1 - aim) * turn - now, ((position - aim) * turn) / 2);
+        const delay = Math.max(this.holderSince + hold + (position - 1 - aim) * pace - late - now, ((position - aim) * pace) / 2);
+        // The read that brings the waiter near its turn is strongly consistent when the last such
+        // answer would be too old by its turn: a lease it is promoted to counts from it.
+        this.strongNext = aim === FAR_AIM_MIN && plan.viewAgeMs + delay + (aim + 4) * pace > plan.viewValidMs;
+        return delay;
       }
-      const early = position > 1 && plan.staleView ? 1 : 0;
-      const away = this.holderSince + hold + (position - 1 - early) * turn + this.rttMs / 2 - now;
+      const served = this.holderSince + hold + (position - 1) * turn + this.rttMs / 2 - late - now;
+      // Served then, with a margin of a few turns: would the last such answer still count?
+      const stale = plan.viewAgeMs + Math.max(0, served) + 4 * turn > plan.viewValidMs;
+      const away = position > 1 && stale ? served - turn : served;
       if (away > POLL_MIN_MS) return position <= 1 ? Math.min(away, this.maxPollMs) : away;
     }
     // Overdue: next in line, the release may land any moment; further back, the line moves a

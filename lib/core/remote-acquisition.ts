@@ -130,9 +130,9 @@ export class RemoteAcquisition {
       }
       const step = this.nextStep();
       if (step.kind === 'wait') {
-        const far = this.schedule.readsFar(this.ticket);
-        await this.pause(this.pollDelay());
-        await (far ? this.peek() : this.read());
+        const far = this.schedule.readsFar(this.ticket, monotonicNow(), this.claimMs() / 2);
+        await this.pause(this.pollDelay(far));
+        await (this.schedule.readsStrong ? this.read() : this.peek());
         continue;
       }
       if (step.kind === 'mark-alive') {
@@ -173,7 +173,9 @@ export class RemoteAcquisition {
   /** Sleeps; a caller giving up meanwhile ends it early (then {@link checkCaller} decides). */
   private async pause(ms: number): Promise<void> {
     try {
+      const due = monotonicNow() + ms;
       await sleep(ms, this.quiet ? this.host.closing : this.waiter.cancel.signal);
+      this.host.history.recordTimerLateness(monotonicNow() - due);
     } catch (error) {
       if (this.host.closing.aborted || this.ticket === undefined) throw error;
     }
@@ -486,12 +488,13 @@ export class RemoteAcquisition {
    * How long to wait before the next read: as the schedule times it, and never past the roll call
    * or the pass of a head that stalls, nor past the deadline.
    */
-  private pollDelay(): number {
+  private pollDelay(far: boolean): number {
     const now = monotonicNow();
     // A promoted lease counts from the last strongly consistent answer that showed another
-    // holder: one long ago (timing reads only since) would make the waiter write before it holds.
-    const staleView = now - this.lastNotMineAt > this.claimMs() / 4;
-    let delay = this.schedule.delay(now, { ticket: this.ticket, staleView });
+    // holder: one older than a quarter of the claim lease would make the waiter write soon after
+    // it holds (its first heartbeat falls due a third of the way through).
+    const plan = { ticket: this.ticket, viewAgeMs: now - this.lastNotMineAt, viewValidMs: this.claimMs() / 4, far };
+    let delay = this.schedule.delay(now, plan);
     const { observed } = this;
     if (observed) {
       // Far back, waiters nearer the head answer the roll call; this one looks by the time the

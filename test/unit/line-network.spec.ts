@@ -65,7 +65,7 @@ function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts)
       read: call(store.read, (r, eventual?: boolean) => {
         counts.reads++;
         const place = ticket === undefined || r?.head === undefined ? -1 : Math.max(-1, ticket - r.head);
-        const bucket = (eventual ? 1000 : 0) + Math.min(place, 40);
+        const bucket = (eventual ? 1000 : 0) + Math.min(place, 300);
         counts.readsAt.set(bucket, (counts.readsAt.get(bucket) ?? 0) + 1);
       }),
       scanHeld: (prefix) => store.scanHeld(prefix),
