@@ -10,6 +10,8 @@ import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interfa
 import type { LockEventListener } from './interfaces/lock-event.interface';
 import type { LockInfo } from './interfaces/lock-info.interface';
 import type { Duration } from './utils/duration';
+import type { LeadOptions } from './leadership/lead-options';
+import type { Leadership } from './leadership/leadership';
 
 /**
  * The lock service of `DynamoLockModule`: acquire, tryAcquire, withLock, inspect and current.
@@ -79,6 +81,11 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   /** {@inheritDoc LockManager.releaseLease} */
   releaseLease(key: string, leaseId: string): Promise<boolean> {
     return this.#manager.releaseLease(key, leaseId);
+  }
+
+  /** {@inheritDoc LockManager.lead} */
+  lead(name: string, options?: LeadOptions): Leadership {
+    return this.#manager.lead(name, options);
   }
 
   /** {@inheritDoc LockManager.inspect} */
