@@ -66,7 +66,8 @@ export function resolveLeadOptions(name: string, options: unknown, defaults: { l
   if (unknown) throw new LockValidationError(unknown);
   const given = options as LeadOptions;
   const leaseMs = given.leaseDuration === undefined ? defaults.leaseMs : parseLease(given.leaseDuration);
-  const watchMs = given.watchInterval === undefined ? Math.max(1, Math.floor(leaseMs / 3)) : parseDuration(given.watchInterval, 'watchInterval');
+  const watchMs =
+    given.watchInterval === undefined ? Math.max(1, Math.floor(leaseMs / 3)) : parseDuration(given.watchInterval, 'watchInterval');
   if (watchMs > leaseMs) throw new LockValidationError(LEAD_WATCH_ABOVE_LEASE(name, watchMs, leaseMs));
   for (const callback of ['onElected', 'onRevoked'] as const) {
     if (given[callback] !== undefined && typeof given[callback] !== 'function')

@@ -73,9 +73,7 @@ export class LeaderCampaign {
   get signal(): AbortSignal {
     const lock = this.lock;
     if (lock) return lock.signal;
-    this.lastSignal ??= AbortSignal.abort(
-      new LockLostError(LEADERSHIP_NOT_LEADING(this.settings.name), this.settings.name, 'gone'),
-    );
+    this.lastSignal ??= AbortSignal.abort(new LockLostError(LEADERSHIP_NOT_LEADING(this.settings.name), this.settings.name, 'gone'));
     return this.lastSignal;
   }
 
