@@ -112,7 +112,7 @@ export function WhenLeader(name: string, options?: WhenLeaderOptions): WhenLeade
  */
 export function leadershipOf(instance: object, service: LockService, name: string, options?: WhenLeaderOptions): Leadership | undefined {
   let byName = campaigns.get(instance);
-  if (!byName) campaigns.set(instance, (byName = new Map()));
+  if (!byName) campaigns.set(instance, (byName = new Map<string, Leadership>()));
   const known = byName.get(name);
   if (known) return known;
   let leadership: Leadership;
