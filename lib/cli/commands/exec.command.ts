@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
-import type { Lock } from '../../core/lock';
-import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELEASE_FAILED } from '../cli.messages';
 import type { CommandRunner } from '../command-runner';
-import { childExitCode, ExitCode } from '../exit-codes';
-import { type ChildOutcome, SupervisedChild } from '../exec/supervised-child';
+import { runWhileHeld } from '../exec/run-while-held';
+import type { SupervisedChild } from '../exec/supervised-child';
 import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions, parseDurationOption } from '../options';
 import type { Session } from '../session';
 import { onSignals } from '../signals';
@@ -46,7 +44,6 @@ export function registerExec(program: Command, runner: CommandRunner): void {
 async function exec(session: Session, name: string, argv: readonly string[], options: ExecOptions): Promise<number> {
   const { leaseMs, wait, data } = parseAcquireOptions(options);
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
-  const [commandName, ...args] = argv;
 
   // One handler for the whole command: it interrupts the wait, then forwards to the child.
   const interrupt = new AbortController();
@@ -57,44 +54,13 @@ async function exec(session: Session, name: string, argv: readonly string[], opt
   });
   try {
     const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: true, signal: interrupt.signal });
-    child = new SupervisedChild(commandName, args);
-    const running = child;
-    let lost = false;
-    const onLost = () => {
-      lost = true;
-      const reason = lock.signal.reason instanceof Error ? lock.signal.reason.message : errorText(lock.signal.reason);
-      session.io.err(`${PROGRAM}: ${LOST_DURING_EXEC(reason, commandName, running.pid, killAfterMs)}`);
-      running.terminate(killAfterMs);
-    };
-    const lockSignal = lock.signal;
-    if (lockSignal.aborted) onLost();
-    else lockSignal.addEventListener('abort', onLost, { once: true });
-    const outcome = await running.done;
-    lockSignal.removeEventListener('abort', onLost);
-    if (lost) return ExitCode.lost;
-    return await finish(session, lock, commandName, outcome);
+    return await runWhileHeld(session, lock, {
+      argv,
+      killAfterMs,
+      started: (started) => (child = started),
+      release: () => lock.release(),
+    });
   } finally {
     stopHandling();
   }
-}
-
-/** Releases the lock after the child ended, and picks the exit code. */
-async function finish(session: Session, lock: Lock, commandName: string, outcome: ChildOutcome): Promise<number> {
-  let released: boolean;
-  try {
-    released = await lock.release();
-  } catch (error) {
-    // The work is done; the lease runs out on its own.
-    session.io.err(`${PROGRAM}: ${RELEASE_FAILED(lock.key, error)}`);
-    released = true;
-  }
-  if (outcome.kind === 'failed') {
-    session.io.err(`${PROGRAM}: ${CANNOT_RUN(commandName, outcome.error)}`);
-    return outcome.error.code === 'ENOENT' ? ExitCode.commandNotFound : ExitCode.commandNotExecutable;
-  }
-  if (!released) {
-    session.io.err(`${PROGRAM}: ${LOST_AT_RELEASE(lock.key, commandName)}`);
-    return ExitCode.lost;
-  }
-  return childExitCode(outcome.code, outcome.signal);
 }
