@@ -41,7 +41,7 @@ describeEachServer('lead()', (server) => {
     });
   }
 
-  const leaderOf = (members: { leadership: Leadership }[]) => members.filter((m) => m.leadership.isLeader);
+  const leaderOf = <T extends { leadership: Leadership }>(members: T[]): T[] => members.filter((m) => m.leadership.isLeader);
 
   it('elects exactly one leader; it only heartbeats and the followers only read, timed by the watch interval', async () => {
     const members = campaign('one-leader');

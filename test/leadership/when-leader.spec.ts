@@ -5,7 +5,7 @@
  * bad input fails at class definition or at boot.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { type INestApplicationContext, Injectable, Module, type Type } from '@nestjs/common';
+import { type DynamicModule, type INestApplicationContext, Injectable, Module, type Type } from '@nestjs/common';
 import { Cron, Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,7 +35,12 @@ afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
 });
 
-async function start(provider: Type, store: LockStorePort, owner: string, imports: Type[] = []): Promise<INestApplicationContext> {
+async function start(
+  provider: Type,
+  store: LockStorePort,
+  owner: string,
+  imports: (Type | DynamicModule)[] = [],
+): Promise<INestApplicationContext> {
   @Module({
     imports: [...imports, DynamoLockModule.forTesting({ store, ownerName: owner, leaseDuration: '2s', logger: new MemoryLogger() })],
     providers: [provider],
