@@ -9,7 +9,15 @@ import { type DynamicModule, type INestApplicationContext, Injectable, Module, t
 import { Cron, Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DynamoLockModule, LockService, type LockStorePort, LockValidationError, MemoryLockStore, WhenLeader } from '../../lib';
+import {
+  DynamoLockModule,
+  LockManager,
+  LockService,
+  type LockStorePort,
+  LockValidationError,
+  MemoryLockStore,
+  WhenLeader,
+} from '../../lib';
 import { MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
 
@@ -199,5 +207,50 @@ describe('@WhenLeader on instances sharing one store', () => {
     }
     const error = await rejectionOf(start(Conflicting, new MemoryLockStore(), 'A'));
     expect(String(error)).toContain(`lead('shared'): this process already campaigns for "shared" with another leaseDuration`);
+  });
+});
+
+describe('lead() on the in-memory store, as on DynamoDB', () => {
+  it('replaces a silent leader one lease after its last heartbeat, never earlier; the old one campaigns on', async () => {
+    const shared = new MemoryLockStore();
+    let cut = false;
+    // The first manager's view of the store, which a test can cut off (a network partition).
+    const partitioned = new Proxy(shared, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) =>
+          cut ? Promise.reject(new Error('network down')) : (value as (...a: unknown[]) => unknown).apply(target, args);
+      },
+    });
+    const options = { leaseDuration: 600, logger: new MemoryLogger() };
+    const a = new LockManager({ ...options, store: partitioned, ownerName: 'a' });
+    const b = new LockManager({ ...options, store: shared, ownerName: 'b' });
+    try {
+      const first = a.lead('memory', { watchInterval: 100 });
+      const firstLock = await first.whenLeader();
+      const second = b.lead('memory', { watchInterval: 100 });
+      await sleep(300);
+      expect(second.isLeader).toBe(false);
+      let overlap = false;
+      second.onElected(() => (overlap ||= first.isLeader));
+      cut = true;
+      const cutAt = performance.now();
+      const lock = await second.whenLeader();
+      const tookMs = performance.now() - cutAt;
+      // Heartbeats every 200 ms: the last one was at most that long before the cut.
+      expect(tookMs).toBeGreaterThanOrEqual(600 - 200 - 30);
+      expect(tookMs).toBeLessThan(600 + 100 + 1_000);
+      expect(overlap).toBe(false);
+      expect(lock.fencingToken).toBeGreaterThan(firstLock.fencingToken);
+      cut = false;
+      await sleep(300);
+      expect(first.isLeader).toBe(false);
+      expect(first.resigned).toBe(false);
+      await second.resign();
+      await expect(first.whenLeader()).resolves.toMatchObject({ key: 'memory' });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
   });
 });
