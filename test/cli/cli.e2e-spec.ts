@@ -392,40 +392,47 @@ describeEachServer('dynamo-lock CLI', (server) => {
       expect((await cli.run(['inspect', 'forwarded-default', '--json'])).stdout).toBe('null\n');
     });
 
-    it('stops the command (SIGTERM, then SIGKILL) and exits 3 when the lock is lost', async () => {
-      const pidFile = path.join(dir, 'lost.pid');
-      const termFile = path.join(dir, 'lost.term');
-      // The command ignores SIGTERM, so only the SIGKILL after --kill-after ends it.
-      const running = cli.start([
-        'exec',
-        'stolen',
-        '--lease-duration',
-        '2s',
-        '--kill-after',
-        '500ms',
-        '--',
-        ...script(
-          { pidFile, termFile },
-          `process.on('SIGTERM', () => fs.writeFileSync(termFile, 'SIGTERM')); fs.writeFileSync(pidFile, String(process.pid)); setInterval(() => {}, 1000);`,
-        ),
-      ]);
-      await waitFor(() => existsSync(pidFile), 'the command to start');
-      const pid = Number(readFileSync(pidFile, 'utf8'));
-      // Another owner takes the item over: the next heartbeat (every ~670 ms) finds a foreign token.
-      await stealLock(client, tableName, 'stolen');
-      const result = await running.result;
-      expectExit(result, 3);
-      expect(result.ms).toBeLessThan(10_000);
-      expect(lines(result.stderr)).toEqual([
-        expect.stringMatching(
-          /^dynamo-lock: Lock "stolen" was lost: .*"thief".* Stopping ".*" \(pid \d+\): SIGTERM now, SIGKILL after 500ms; exiting with 3\.$/,
-        ),
-      ]);
-      expect(readFileSync(termFile, 'utf8')).toBe('SIGTERM');
-      expect(alive(pid)).toBe(false);
-      // The thief's lock was left alone.
-      expect(JSON.parse((await cli.run(['inspect', 'stolen', '--json'])).stdout)).toMatchObject({ owner: 'thief' });
-    }, 20_000);
+    it.each(['exec', 'lead'])(
+      '%s stops the command (SIGTERM, then SIGKILL) and exits 3 when the lock is lost',
+      async (command) => {
+        const name = `${command}-stolen`;
+        const pidFile = path.join(dir, `${name}.pid`);
+        const termFile = path.join(dir, `${name}.term`);
+        // The command ignores SIGTERM, so only the SIGKILL after --kill-after ends it.
+        const running = cli.start([
+          command,
+          name,
+          '--lease-duration',
+          '2s',
+          '--kill-after',
+          '500ms',
+          '--',
+          ...script(
+            { pidFile, termFile },
+            `process.on('SIGTERM', () => fs.writeFileSync(termFile, 'SIGTERM')); fs.writeFileSync(pidFile, String(process.pid)); setInterval(() => {}, 1000);`,
+          ),
+        ]);
+        await waitFor(() => existsSync(pidFile), 'the command to start');
+        const pid = Number(readFileSync(pidFile, 'utf8'));
+        // Another owner takes the item over: the next heartbeat (every ~670 ms) finds a foreign token.
+        await stealLock(client, tableName, name);
+        const result = await running.result;
+        expectExit(result, 3);
+        expect(result.ms).toBeLessThan(10_000);
+        expect(lines(result.stderr)).toEqual([
+          expect.stringMatching(
+            new RegExp(
+              `^dynamo-lock: Lock "${name}" was lost: .*"thief".* Stopping ".*" \\(pid \\d+\\): SIGTERM now, SIGKILL after 500ms; exiting with 3\\.$`,
+            ),
+          ),
+        ]);
+        expect(readFileSync(termFile, 'utf8')).toBe('SIGTERM');
+        expect(alive(pid)).toBe(false);
+        // The thief's lock was left alone.
+        expect(JSON.parse((await cli.run(['inspect', name, '--json'])).stdout)).toMatchObject({ owner: 'thief' });
+      },
+      20_000,
+    );
   });
 
   describe('lead', () => {
@@ -473,37 +480,6 @@ describeEachServer('dynamo-lock CLI', (server) => {
       expectExit(bad, 2);
       expect(bad.stderr).toContain('watchInterval (5000 ms) must not be longer than the lease (2000 ms)');
     });
-
-    it('stops the command (SIGTERM, then SIGKILL) and exits 3 when leadership is lost', async () => {
-      const pidFile = path.join(dir, 'lead-lost.pid');
-      const termFile = path.join(dir, 'lead-lost.term');
-      const running = cli.start([
-        'lead',
-        'lead-stolen',
-        '--lease-duration',
-        '2s',
-        '--kill-after',
-        '500ms',
-        '--',
-        ...script(
-          { pidFile, termFile },
-          `process.on('SIGTERM', () => fs.writeFileSync(termFile, 'SIGTERM')); fs.writeFileSync(pidFile, String(process.pid)); setInterval(() => {}, 1000);`,
-        ),
-      ]);
-      await waitFor(() => existsSync(pidFile), 'the command to start');
-      const pid = Number(readFileSync(pidFile, 'utf8'));
-      await stealLock(client, tableName, 'lead-stolen');
-      const result = await running.result;
-      expectExit(result, 3);
-      expect(lines(result.stderr)).toEqual([
-        expect.stringMatching(
-          /^dynamo-lock: Lock "lead-stolen" was lost: .*"thief".* Stopping ".*" \(pid \d+\): SIGTERM now, SIGKILL after 500ms; exiting with 3\.$/,
-        ),
-      ]);
-      expect(readFileSync(termFile, 'utf8')).toBe('SIGTERM');
-      expect(alive(pid)).toBe(false);
-      expect(JSON.parse((await cli.run(['inspect', 'lead-stolen', '--json'])).stdout)).toMatchObject({ owner: 'thief' });
-    }, 20_000);
   });
 
   describe('inspect and list', () => {

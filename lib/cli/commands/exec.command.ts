@@ -1,11 +1,9 @@
 import type { Command } from 'commander';
 import type { CommandRunner } from '../command-runner';
-import { runWhileHeld } from '../exec/run-while-held';
-import type { SupervisedChild } from '../exec/supervised-child';
+import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
 import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions, parseDurationOption } from '../options';
 import type { Session } from '../session';
-import { onSignals } from '../signals';
-import { interruptReason, waitForLock } from '../wait-for-lock';
+import { waitForLock } from '../wait-for-lock';
 
 const EXAMPLES = `
 The lock is renewed in the background (every third of the lease) while COMMAND runs, and
@@ -45,22 +43,16 @@ async function exec(session: Session, name: string, argv: readonly string[], opt
   const { leaseMs, wait, data } = parseAcquireOptions(options);
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
 
-  // One handler for the whole command: it interrupts the wait, then forwards to the child.
-  const interrupt = new AbortController();
-  let child: SupervisedChild | undefined;
-  const stopHandling = onSignals((signal) => {
-    if (child) child.signal(signal);
-    else interrupt.abort(interruptReason(name, signal));
-  });
+  const signals = new WaitThenForward(name);
   try {
-    const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: true, signal: interrupt.signal });
+    const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: true, signal: signals.interrupt });
     return await runWhileHeld(session, lock, {
       argv,
       killAfterMs,
-      started: (started) => (child = started),
+      started: signals.forwardTo,
       release: () => lock.release(),
     });
   } finally {
-    stopHandling();
+    signals.stop();
   }
 }

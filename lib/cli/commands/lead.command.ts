@@ -3,13 +3,10 @@ import type { Lock } from '../../core/lock';
 import { FOLLOWING, NOT_ELECTED, PROGRAM } from '../cli.messages';
 import { CliError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
-import { runWhileHeld } from '../exec/run-while-held';
-import type { SupervisedChild } from '../exec/supervised-child';
+import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
 import { ExitCode } from '../exit-codes';
 import { parseDataOption, parseDurationOption } from '../options';
 import type { Session } from '../session';
-import { onSignals } from '../signals';
-import { interruptReason } from '../wait-for-lock';
 import type { Leadership } from '../../leadership/leadership';
 
 const EXAMPLES = `
@@ -67,24 +64,18 @@ async function lead(session: Session, name: string, argv: readonly string[], opt
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
   const data = parseDataOption(options.data);
 
-  // One handler for the whole command: it interrupts the campaign, then forwards to the child.
-  const interrupt = new AbortController();
-  let child: SupervisedChild | undefined;
-  const stopHandling = onSignals((signal) => {
-    if (child) child.signal(signal);
-    else interrupt.abort(interruptReason(name, signal));
-  });
+  const signals = new WaitThenForward(name);
   try {
     // One read first: the campaign retries network errors for ever, so an unreachable endpoint fails here, at once.
     const holder = await session.manager.inspect(name);
     const leadership = session.manager.lead(name, { leaseDuration: leaseMs, watchInterval: watchMs, data });
     // Someone leads already: say why nothing runs yet.
     if (holder) session.note(`${PROGRAM}: ${FOLLOWING(name, holder)}`);
-    const lock = await elected(session, leadership, waitMs, interrupt.signal);
+    const lock = await elected(session, leadership, waitMs, signals.interrupt);
     return await runWhileHeld(session, lock, {
       argv,
       killAfterMs,
-      started: (started) => (child = started),
+      started: signals.forwardTo,
       release: async () => {
         const held = lock.isHeld;
         await leadership.resign();
@@ -92,7 +83,7 @@ async function lead(session: Session, name: string, argv: readonly string[], opt
       },
     });
   } finally {
-    stopHandling();
+    signals.stop();
   }
 }
 

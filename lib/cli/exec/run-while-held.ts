@@ -2,7 +2,42 @@ import type { Lock } from '../../core/lock';
 import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELEASE_FAILED } from '../cli.messages';
 import { childExitCode, ExitCode } from '../exit-codes';
 import type { Session } from '../session';
+import { onSignals } from '../signals';
+import { interruptReason } from '../wait-for-lock';
 import { SupervisedChild } from './supervised-child';
+
+/**
+ * The signal handling of a command that waits for a lock, then runs a child (`exec`, `lead`): one
+ * handler for the whole command, so that SIGINT, SIGTERM and SIGHUP interrupt the wait (its
+ * `interrupt` signal aborts, exit code 128 + N), then are passed on to the child once it runs.
+ */
+export class WaitThenForward {
+  private readonly controller = new AbortController();
+  private child: SupervisedChild | undefined;
+  private readonly stopHandling: () => void;
+
+  constructor(name: string) {
+    this.stopHandling = onSignals((signal) => {
+      if (this.child) this.child.signal(signal);
+      else this.controller.abort(interruptReason(name, signal));
+    });
+  }
+
+  /** Aborts when a signal interrupts the wait. */
+  get interrupt(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** From now on, signals go to `child`. */
+  readonly forwardTo = (child: SupervisedChild): void => {
+    this.child = child;
+  };
+
+  /** Removes the handlers. */
+  stop(): void {
+    this.stopHandling();
+  }
+}
 
 /** What {@link runWhileHeld} runs, and how it gives the lock back. */
 export interface HeldCommand {
