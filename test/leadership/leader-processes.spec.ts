@@ -6,8 +6,9 @@
  * run out); a leader paused (SIGSTOP) likewise, and once woken it runs no tick; a leader stopped
  * gracefully (SIGTERM, shutdown hooks) hands over within 1 s.
  *
- * The apps print wall-clock times (`Date.now()`): every process runs on this host, so the test may
- * compare them; the library never does.
+ * Two apps run with their wall clock shifted by 30 s (ahead, behind): a follower that trusted it
+ * would take over at once. The apps print this host's real wall-clock time (every process runs
+ * here, so the test may compare them; the library never does).
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -17,6 +18,10 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { killOnExit } from '../../tools/exit-guard.mjs';
 import { LockFixture } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
+
+/** Two of the apps run with their wall clock 30 s ahead and behind: nothing may depend on it. */
+const SKEW_PRELOAD = resolve('test/support/clock-skew.cjs');
+const SKEWS: Record<string, number> = { P: 0, Q: 30_000, R: -30_000, S: 0 };
 
 /** Lease 3 s, heartbeat every 1.5 s; followers read every 250 ms (the setting for a hand-over within 1 s). */
 const LEASE_MS = 3_000;
@@ -67,8 +72,9 @@ describeEachServer('@WhenLeader across app processes', (server) => {
           LEASE: String(LEASE_MS),
           HEARTBEAT: String(HEARTBEAT_MS),
           WATCH: String(WATCH_MS),
+          CLOCK_SKEW_MS: String(SKEWS[instance]),
         };
-        const child = spawn(process.execPath, [script], { env });
+        const child = spawn(process.execPath, ['--require', SKEW_PRELOAD, script], { env });
         children.set(instance, child);
         const unregister = killOnExit(() => child.kill('SIGKILL'));
         child.once('exit', unregister);
@@ -143,6 +149,11 @@ describeEachServer('@WhenLeader across app processes', (server) => {
       expect(third.at).toBeGreaterThan(stoppedAt);
       expect(fourth.at).toBeGreaterThanOrEqual(released.at);
       expect(elections()).toHaveLength(4);
+      console.info(
+        `[${server.name}] leaders ${[first, second, third, fourth].map((e) => `${e.instance}${SKEWS[e.instance] ? ` (clock ${SKEWS[e.instance] > 0 ? '+' : ''}${SKEWS[e.instance] / 1000} s)` : ''}`).join(' → ')}; ` +
+          `SIGKILL → next leader ${second.at - killedAt} ms, SIGSTOP → ${third.at - stoppedAt} ms (lease ${LEASE_MS} ms, heartbeat ${HEARTBEAT_MS} ms, watch ${WATCH_MS} ms); ` +
+          `release at shutdown → next leader ${fourth.at - released.at} ms; ${output.filter((l) => l.tick).length} ticks.`,
+      );
       const allTicks = output.filter((l) => l.tick);
       expectOncePerSecond(allTicks);
       // The woken leader's warning that its lock expired is expected; nothing else may be logged.
