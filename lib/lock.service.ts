@@ -14,7 +14,8 @@ import type { LeadOptions } from './leadership/lead-options';
 import type { Leadership } from './leadership/leadership';
 
 /**
- * The lock service of `DynamoLockModule`: acquire, tryAcquire, withLock, inspect and current.
+ * The lock service of `DynamoLockModule`: acquire, tryAcquire, withLock, inspect, current, and lead
+ * (leader election).
  * Checks (or creates) the table at start-up, so a missing or wrong table fails the app's boot,
  * and releases every held lock on application shutdown. It is the {@link LockManager} API
  * without `init()` and `close()`, which the module runs at boot and shutdown: app code cannot
