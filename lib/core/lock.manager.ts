@@ -1,6 +1,13 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../errors/lock.errors';
-import { LEASE_ID_INVALID, MANAGER_CLOSED, NOT_HELD_FOR_EXTEND, RELEASE_FAILED, RELEASED_AT_SHUTDOWN } from '../errors/lock.messages';
+import {
+  LEAD_CONFLICT,
+  LEASE_ID_INVALID,
+  MANAGER_CLOSED,
+  NOT_HELD_FOR_EXTEND,
+  RELEASE_FAILED,
+  RELEASED_AT_SHUTDOWN,
+} from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';
@@ -23,7 +30,6 @@ import type { HeldLease, Waiter } from './lock-state';
 import { LockStoreFactory } from './lock-store.factory';
 import { KeyWatcher } from './key.watcher';
 import { type CampaignHost, LeaderCampaign } from '../leadership/leader-campaign';
-import { LEAD_CONFLICT } from '../errors/lock.messages';
 import { type LeadOptions, resolveLeadOptions } from '../leadership/lead-options';
 import { createLeadership, type Leadership } from '../leadership/leadership';
 
