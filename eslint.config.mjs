@@ -37,6 +37,7 @@ export default defineConfig(
       'lib/utils/**/*.ts',
       'lib/errors/**/*.ts',
       'lib/interfaces/**/*.ts',
+      'lib/leadership/**/*.ts',
       'lib/standalone/**/*.ts',
       'lib/cli/**/*.ts',
     ],

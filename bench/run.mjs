@@ -22,6 +22,7 @@ import * as crossProcess from './scenarios/cross-process.mjs';
 import * as takeover from './scenarios/takeover.mjs';
 import * as scale from './scenarios/scale.mjs';
 import * as waiting from './scenarios/waiting.mjs';
+import * as leadership from './scenarios/leadership.mjs';
 import { machineAndVersions } from './report/environment.mjs';
 import { docsPage, scenarioTables } from './report/markdown.mjs';
 import { chartSvg } from './report/svg.mjs';
@@ -66,6 +67,7 @@ const MODES = {
       graceful: { trials: 1, waitMs: 400, jitterMs: 400 },
       deadWaiters: { trials: 1, k: 3, leaseMs: 1_000, enqueueMs: 250 },
     },
+    leadership: { windowMs: 4_000, leaseMs: 2_000, watchMs: 667 },
   },
   full: {
     uncontended: { rounds: 5, cycles: 100 },
@@ -97,9 +99,10 @@ const MODES = {
       graceful: { trials: 5, waitMs: 1_000, jitterMs: 1_000 },
       deadWaiters: { trials: 3, k: 3, leaseMs: 1_000 },
     },
+    leadership: { windowMs: 30_000, leaseMs: 2_000, watchMs: 667 },
   },
 };
-const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting };
+const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership };
 
 /**
  * What a scenario runs with: `--only=waiting` also runs the cross-process 20 ms hold, and

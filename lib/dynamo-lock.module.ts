@@ -1,5 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { WhenLeaderExplorer } from './decorators/when-leader.explorer';
 import { WithLockExplorer } from './decorators/with-lock.explorer';
 import { EventEmitterBridge } from './observability/event-emitter.bridge';
 import { ConfigurableDynamoLockModule, DYNAMO_LOCK_ASYNC_OPTIONS_TYPE } from './dynamo-lock.module-definition';
@@ -9,7 +10,8 @@ import { LockService } from './lock.service';
 import { type DynamoLockTestingOptions, dynamoLockTestingModule } from './testing/dynamo-lock-testing.module';
 
 /**
- * Registers {@link LockService} (and the start-up check of `@WithLock` classes). Global unless
+ * Registers {@link LockService} (and the start-up check of `@WithLock` classes, and the campaigns
+ * of `@WhenLeader` methods). Global unless
  * `isGlobal: false`.
  *
  * @example
@@ -26,7 +28,7 @@ import { type DynamoLockTestingOptions, dynamoLockTestingModule } from './testin
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [LockService, WithLockExplorer, EventEmitterBridge],
+  providers: [LockService, WithLockExplorer, WhenLeaderExplorer, EventEmitterBridge],
   exports: [LockService],
 })
 export class DynamoLockModule extends ConfigurableDynamoLockModule {

@@ -19,6 +19,13 @@ export {
   WithLock,
   type WithLockDecorator,
 } from './decorators/with-lock.decorator';
+export {
+  type LeaderSkipSafe,
+  type LeaderSkipUnsafe,
+  WhenLeader,
+  type WhenLeaderDecorator,
+  type WhenLeaderOptions,
+} from './decorators/when-leader.decorator';
 export { LockKeyTemplate } from './decorators/lock-key.template';
 export {
   LOCK_INTERCEPTOR_OPTIONS,

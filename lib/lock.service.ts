@@ -10,9 +10,12 @@ import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interfa
 import type { LockEventListener } from './interfaces/lock-event.interface';
 import type { LockInfo } from './interfaces/lock-info.interface';
 import type { Duration } from './utils/duration';
+import type { LeadOptions } from './leadership/lead-options';
+import type { Leadership } from './leadership/leadership';
 
 /**
- * The lock service of `DynamoLockModule`: acquire, tryAcquire, withLock, inspect and current.
+ * The lock service of `DynamoLockModule`: acquire, tryAcquire, withLock, inspect, current, and lead
+ * (leader election).
  * Checks (or creates) the table at start-up, so a missing or wrong table fails the app's boot,
  * and releases every held lock on application shutdown. It is the {@link LockManager} API
  * without `init()` and `close()`, which the module runs at boot and shutdown: app code cannot
@@ -79,6 +82,11 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   /** {@inheritDoc LockManager.releaseLease} */
   releaseLease(key: string, leaseId: string): Promise<boolean> {
     return this.#manager.releaseLease(key, leaseId);
+  }
+
+  /** {@inheritDoc LockManager.lead} */
+  lead(name: string, options?: LeadOptions): Leadership {
+    return this.#manager.lead(name, options);
   }
 
   /** {@inheritDoc LockManager.inspect} */

@@ -229,6 +229,43 @@ export function scenarioTables(report) {
     out.push(w.markdown);
     checks.push(...w.checks);
   }
+  if (results.leadership) {
+    const r = results.leadership;
+    const o = r.ours;
+    const perRequest = (n) => Math.round(3_600_000 / n);
+    add(
+      '8. Leadership',
+      `${o.members} managers campaign for one leadership (\`lead()\`): lease ${o.leaseMs} ms, so the leader heartbeats every ${o.heartbeatMs} ms; followers read every ${o.watchMs} ms (the default: a third of the lease). Requests counted per manager over ${Math.round(o.windowMs / 1000)} s, scaled to one hour; capacity units as billed for the whole table (${o.billed.source.writes} writes, ${o.billed.source.reads} reads; largest item ${o.billed.maxItemBytes} B, so one unit per request). At the default 30 s lease: ${o.atDefaultLease.leaderWcuPerHour} WCU an hour for the leader, ${o.atDefaultLease.followerRcuPerHour} RCU an hour per follower. Targets: one write per heartbeat interval (${perRequest(o.heartbeatMs)} an hour), one strongly consistent read per watch interval (${perRequest(o.watchMs)} an hour), no follower write; a resignation is taken over within one watch interval (plus 100 ms).`,
+      table(
+        'leadership',
+        [
+          {
+            metric: 'leader: writes (WCU) per hour',
+            get: (x) => x.leader.wcuPerHour,
+            fmt: num,
+            target: atMost(Math.ceil(perRequest(o.heartbeatMs) * 1.05)),
+          },
+          { metric: 'leader: reads per hour', get: (x) => x.leader.readsPerHour, fmt: num, target: exactly(0, 0) },
+          {
+            metric: 'follower: reads (RCU) per hour',
+            get: (x) => x.follower.rcuPerHour,
+            fmt: num,
+            target: atMost(Math.ceil(perRequest(o.watchMs) * 1.05)),
+          },
+          { metric: 'follower: writes per hour', get: (x) => x.follower.writesPerHour, fmt: num, target: exactly(0, 0) },
+          {
+            metric: 'terms begun or ended during the window',
+            get: (x) => x.termChanges.elected + x.termChanges.revoked.length,
+            fmt: num,
+            target: exactly(0, 0),
+          },
+          { metric: 'resign → a follower leads', get: (x) => x.handoverMs, fmt: ms, target: atMost(o.watchMs + 100, ms) },
+        ],
+        r,
+        ['ours'],
+      ),
+    );
+  }
   return { markdown: out.join('\n'), checks };
 }
 

@@ -47,6 +47,13 @@ export const USAGE_HINT = () => `(see ${PROGRAM} --help)`;
 
 // ---- Lock outcomes ----
 
+export const NOT_ELECTED = (name: string, holder: LockInfo | null, waitedMs: number) =>
+  `not elected leader of ${quote(name)} within ${formatDuration(waitedMs)}: ` +
+  (holder ? `${quote(holder.owner)} leads (fencing token ${holder.fencingToken}).` : 'no leader was seen at the last read.');
+
+export const FOLLOWING = (name: string, holder: LockInfo | null) =>
+  `${quote(name)} is led by ${holder ? quote(holder.owner) : 'another instance'}; following (the command starts when this host is elected).`;
+
 export const LOCK_BUSY = (name: string, owner: string | undefined, fencingToken: number | undefined, waitedMs: number | undefined) =>
   `lock ${quote(name)} is held by ${owner ? quote(owner) : 'another owner'}${fencingToken === undefined ? '' : ` (fencing token ${fencingToken})`}; ` +
   (waitedMs === undefined ? `not waiting (--no-wait).` : `gave up after waiting ${formatDuration(waitedMs)}.`);
@@ -154,6 +161,7 @@ export const EXIT_CODES_HELP = () =>
     `  130  interrupted while waiting (128 + signal number; 143 for SIGTERM, 129 for SIGHUP)`,
     `  exec exits with its command's exit code (128 + N if signal N ended it; ${ExitCode.commandNotFound} if the command`,
     `  was not found, ${ExitCode.commandNotExecutable} if it could not be run); ${ExitCode.lost} if the lock was lost while it ran.`,
+    `  lead exits likewise once its command ends; ${ExitCode.lost} if leadership was lost while it ran, ${ExitCode.busy} if not elected within --wait.`,
   ].join('\n');
 
 /** Environment variables shown by `--help`. */

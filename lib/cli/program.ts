@@ -4,6 +4,7 @@ import type { CommandRunner } from './command-runner';
 import { registerAcquire } from './commands/acquire.command';
 import { registerExec } from './commands/exec.command';
 import { registerInspect } from './commands/inspect.command';
+import { registerLead } from './commands/lead.command';
 import { registerList } from './commands/list.command';
 import { registerRelease } from './commands/release.command';
 import { registerRenew } from './commands/renew.command';
@@ -16,6 +17,7 @@ const EXAMPLES = `
 Examples:
   $ dynamo-lock table-create --table locks
   $ dynamo-lock exec deploy --wait 10m -- ./deploy.sh
+  $ dynamo-lock lead scheduler -- node scheduler.js
   $ LEASE=$(dynamo-lock acquire deploy --lease-duration '15 minutes') && ./deploy.sh; dynamo-lock release deploy "$LEASE"
   $ dynamo-lock list --prefix deploy
 
@@ -47,6 +49,7 @@ export function buildProgram(runner: CommandRunner): Command {
   registerRenew(program, runner);
   registerRelease(program, runner);
   registerExec(program, runner);
+  registerLead(program, runner);
   registerInspect(program, runner);
   registerList(program, runner);
   program.addHelpText('after', `${EXAMPLES}\n\n${EXIT_CODES_HELP()}\n\n${ENVIRONMENT_HELP()}`);

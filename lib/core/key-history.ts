@@ -1,4 +1,6 @@
 import type { LockHolder } from '../errors/lock.errors';
+import type { LockRecord } from '../store/lock-record';
+import { CLAIM_LEASE_MS } from '../store/lock-store.protocol';
 
 /** How many keys are remembered; the least recently updated are forgotten first. */
 const MAX_KEYS = 1_000;
@@ -45,6 +47,29 @@ export interface RecordObservation {
   readonly holder: string | undefined;
   /** Who that holder was (owner, fencing token, lease), for the takeover event. */
   readonly holderInfo?: LockHolder;
+}
+
+/**
+ * The identity of a held record's state, as a watcher keeps it: the version, the lease it promised
+ * (a holder that wrote, its own lease; a promoted waiter that has not written, the claim lease of
+ * the line) and the holder it shows. Every watcher (a waiter, a leadership follower) builds it
+ * here, so that what one call saw counts for a later one.
+ */
+export function versionOf(record: LockRecord & { rvn: string }, defaultLeaseMs: number): Omit<RecordObservation, 'at' | 'holderInfo'> {
+  return {
+    version: `${record.rvn}/${record.head ?? ''}/${record.token ?? ''}`,
+    rvn: record.rvn,
+    leaseMs: record.token ? (record.leaseMs ?? defaultLeaseMs) : silentMs(record),
+    holder: record.token ?? `ticket ${record.head}`,
+  };
+}
+
+/**
+ * How long a promoted waiter that has not written may hold: the largest claim lease of the tickets
+ * in line (each waiter's is there from its enqueue until the line is empty), else the longest.
+ */
+export function silentMs(record: LockRecord): number {
+  return record.claimMs ?? CLAIM_LEASE_MS;
 }
 
 /**

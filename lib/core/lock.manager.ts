@@ -1,6 +1,13 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../errors/lock.errors';
-import { LEASE_ID_INVALID, MANAGER_CLOSED, NOT_HELD_FOR_EXTEND, RELEASE_FAILED, RELEASED_AT_SHUTDOWN } from '../errors/lock.messages';
+import {
+  LEAD_CONFLICT,
+  LEASE_ID_INVALID,
+  MANAGER_CLOSED,
+  NOT_HELD_FOR_EXTEND,
+  RELEASE_FAILED,
+  RELEASED_AT_SHUTDOWN,
+} from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';
@@ -21,6 +28,10 @@ import { LockReleaser } from './lock.releaser';
 import { checkAcquireOptions, resolveLockOptions, type ResolvedLockOptions } from './lock-options.resolver';
 import type { HeldLease, Waiter } from './lock-state';
 import { LockStoreFactory } from './lock-store.factory';
+import { KeyWatcher } from './key.watcher';
+import { type CampaignHost, LeaderCampaign } from '../leadership/leader-campaign';
+import { type LeadOptions, resolveLeadOptions } from '../leadership/lead-options';
+import { createLeadership, type Leadership } from '../leadership/leadership';
 
 /**
  * The lock engine, independent of Nest: acquisition and waiting, heartbeats, release, and
@@ -46,6 +57,9 @@ export class LockManager {
   private readonly context = new LockContext();
   /** Locks whose re-entrant scope ended before their release (see {@link endScope}). */
   private readonly scopesEnded = new WeakSet<Lock>();
+  /** The campaign this process runs per leadership (stored key), with its handle. */
+  private readonly campaigns = new Map<string, { campaign: LeaderCampaign; handle: Leadership }>();
+  private readonly campaignHost: CampaignHost;
   private closed = false;
 
   /** @throws LockConfigurationError when an option is invalid. */
@@ -91,6 +105,17 @@ export class LockManager {
       isClosed: () => this.closed,
       releaseQuietly,
     });
+    const watcher = new KeyWatcher(store, history, this.options.leaseMs);
+    this.campaignHost = {
+      logger: this.options.logger,
+      tryAcquire: ({ name, leaseMs, data }) => this.tryAcquire(name, { leaseDuration: leaseMs, data }),
+      watch: (name) => watcher.watch(toStoredKey(name, this.options.keyPrefix)),
+      releaseQuietly,
+      ended: (campaign) => {
+        const storedKey = toStoredKey(campaign.settings.name, this.options.keyPrefix);
+        if (this.campaigns.get(storedKey)?.campaign === campaign) this.campaigns.delete(storedKey);
+      },
+    };
     exposeInternals(this, {
       store,
       runHolding: (lock, fn) => this.runHolding(lock, fn),
@@ -267,6 +292,42 @@ export class LockManager {
     return holder?.token === leaseId && holder.state === 'held' ? holder : undefined;
   }
 
+  /**
+   * Campaigns for the leadership `name` (a lock of that key): of the instances that call it, one
+   * leads at a time. The leader renews its lock by heartbeats; the others read it once per
+   * `watchInterval` and take over one lease after the leader's last heartbeat, or within one
+   * interval when it resigns or shuts down. One campaign per name runs in a process: a second call
+   * returns the same handle (its `onElected`/`onRevoked` are added; other options must match).
+   * @throws LockValidationError for a bad name or option, or options that differ from the running
+   *   campaign's, before any request.
+   * @throws LockConfigurationError when the manager is shut down.
+   */
+  lead(name: string, options?: LeadOptions): Leadership {
+    if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
+    const settings = resolveLeadOptions(name, options, this.options);
+    const storedKey = toStoredKey(name, this.options.keyPrefix);
+    let running = this.campaigns.get(storedKey);
+    if (running) {
+      const current = running.campaign.settings;
+      const conflict =
+        options?.leaseDuration !== undefined && settings.leaseMs !== current.leaseMs
+          ? 'leaseDuration'
+          : options?.watchInterval !== undefined && settings.watchMs !== current.watchMs
+            ? 'watchInterval'
+            : options?.data !== undefined && settings.dataJson !== current.dataJson
+              ? 'data'
+              : undefined;
+      if (conflict) throw new LockValidationError(LEAD_CONFLICT(name, conflict));
+    } else {
+      const campaign = new LeaderCampaign(this.campaignHost, settings);
+      running = { campaign, handle: createLeadership(campaign) };
+      this.campaigns.set(storedKey, running);
+    }
+    if (options?.onElected) running.campaign.onElected(options.onElected);
+    if (options?.onRevoked) running.campaign.onRevoked(options.onRevoked);
+    return running.handle;
+  }
+
   /** Who holds a key now (one strongly consistent read), or `null` when it is free. */
   async inspect(key: string): Promise<LockInfo | null> {
     const storedKey = toStoredKey(key, this.options.keyPrefix);
@@ -293,6 +354,9 @@ export class LockManager {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Campaigns stop watching; the leaders' locks are released below with every held lock.
+    const campaigns = [...this.campaigns.values()].map(({ campaign }) => campaign);
+    for (const campaign of campaigns) campaign.stop();
     await this.queues.close(new LockConfigurationError(MANAGER_CLOSED()));
     const held = this.keeper.all();
     // Code still running under these locks must stop before another owner can take them.
@@ -300,6 +364,7 @@ export class LockManager {
     await Promise.allSettled(held.map((lease) => this.releaser.release(lease.lock)));
     // Releases started before (a caller's, a lock whose caller had given up) finish with the client.
     await this.releaser.idle();
+    await Promise.allSettled(campaigns.map((campaign) => campaign.done));
     this.keeper.close();
     this.backend.destroy();
   }

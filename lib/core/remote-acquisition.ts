@@ -7,7 +7,7 @@ import type { LockStorePort } from '../store/lock-store.interface';
 import { isTransientError } from '../store/transient-error';
 import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';
 import { jitter, monotonicNow, sleep } from '../utils/clock';
-import type { KeyHistory, RecordObservation } from './key-history';
+import { type KeyHistory, type RecordObservation, silentMs, versionOf } from './key-history';
 import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
 import type { LockTrace } from '../observability/lock.telemetry';
 import { type HeldLease, type Waiter, writeOf } from './lock-state';
@@ -456,7 +456,6 @@ export class RemoteAcquisition {
     }
     this.lastNotMineAt = sentAt;
     const held = isHeld(current);
-    const holderId = current.token ?? (held ? `ticket ${current.head}` : undefined);
     if (held) {
       waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs ?? silentMs(current) };
       host.history.recordBusy(waiter.storedKey, now);
@@ -470,18 +469,8 @@ export class RemoteAcquisition {
       return;
     }
     // A holder that wrote promised its lease; a promoted waiter that has not written, its claim lease.
-    const leaseMs = current.token ? (current.leaseMs ?? host.options.leaseMs) : silentMs(current);
-    this.observed = host.history.observe(
-      waiter.storedKey,
-      {
-        version: `${current.rvn}/${current.head ?? ''}/${current.token ?? ''}`,
-        rvn: current.rvn,
-        leaseMs,
-        holder: holderId,
-        holderInfo: waiter.holder,
-      },
-      now,
-    );
+    const seen = { ...versionOf({ ...current, rvn: current.rvn }, host.options.leaseMs), holderInfo: waiter.holder };
+    this.observed = host.history.observe(waiter.storedKey, seen, now);
   }
 
   /**
@@ -539,12 +528,4 @@ export class RemoteAcquisition {
     }
     return undefined;
   }
-}
-
-/**
- * How long a promoted waiter that has not written may hold: the largest claim lease of the tickets
- * in line (each waiter's is there from its enqueue until the line is empty), else the longest.
- */
-function silentMs(record: LockRecord): number {
-  return record.claimMs ?? CLAIM_LEASE_MS;
 }

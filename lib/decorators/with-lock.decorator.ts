@@ -1,4 +1,3 @@
-import { Inject, Optional } from '@nestjs/common';
 import { isObservable, Observable } from 'rxjs';
 import type { Lock } from '../core/lock';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
@@ -15,15 +14,12 @@ import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/clock';
 import { internalsOf } from '../core/lock.internals';
 import { copyMetadata } from './copy-metadata';
+import { injectLockService, LOCK_SERVICE_PROPERTY, WITH_LOCK_METHODS } from './lock-service.injection';
 import { hasRestParameter } from './rest-parameter';
 import { LockKeyTemplate } from './lock-key.template';
 import { planOf, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.plan';
 
-/** Property under which Nest injects the `LockService` into classes that use `@WithLock`. */
-export const LOCK_SERVICE_PROPERTY = Symbol('nestjs-dynamo-lock:lock-service');
-
-/** Class metadata: the names of the methods decorated with `@WithLock`. */
-export const WITH_LOCK_METHODS = 'nestjs-dynamo-lock:with-lock-methods';
+export { LOCK_SERVICE_PROPERTY, WITH_LOCK_METHODS } from './lock-service.injection';
 
 type Method = (this: object, ...args: unknown[]) => unknown;
 
@@ -241,7 +237,7 @@ function lockedObservable(run: (signal?: AbortSignal) => Promise<Outcome>): Obse
 }
 
 /** Whether a function is `async` (so it returns a Promise, whatever its declared type says). */
-function isAsync(fn: Method): boolean {
+export function isAsync(fn: Method): boolean {
   return (fn as { [Symbol.toStringTag]?: string })[Symbol.toStringTag] === 'AsyncFunction';
 }
 
@@ -252,37 +248,4 @@ function typeName(type: { readonly name: string }): string {
 
 function isObservableType(type: unknown): boolean {
   return typeof type === 'function' && (type === Observable || type.prototype instanceof Observable);
-}
-
-/** Adds an optional property injection of `LockService` to the class, once. */
-function injectLockService(prototype: object): void {
-  const ctor = prototype.constructor;
-  if (Reflect.getOwnMetadata(LOCK_SERVICE_PROPERTY, ctor)) return;
-  Reflect.defineMetadata(LOCK_SERVICE_PROPERTY, true, ctor);
-  Inject(LockService)(prototype, LOCK_SERVICE_PROPERTY);
-  Optional()(prototype, LOCK_SERVICE_PROPERTY);
-  checkAtBoot(prototype);
-}
-
-/**
- * Fails the boot, naming the class, when Nest created it without a `LockService`: also in an app
- * that imports no `DynamoLockModule` at all (whose own check then never runs). Nest calls
- * `onModuleInit` of every provider and controller it creates at boot; the class's own hook (or
- * its parent's) runs right after the check.
- */
-function checkAtBoot(prototype: object): void {
-  const own = Object.getOwnPropertyDescriptor(prototype, 'onModuleInit')?.value as Method | undefined;
-  const name = prototype.constructor.name;
-  Object.defineProperty(prototype, 'onModuleInit', {
-    configurable: true,
-    writable: true,
-    value: function onModuleInit(this: object, ...args: unknown[]): unknown {
-      if (!(this as Record<symbol, unknown>)[LOCK_SERVICE_PROPERTY]) {
-        const methods = (Reflect.getMetadata(WITH_LOCK_METHODS, this.constructor) as string[] | undefined) ?? [];
-        throw new LockConfigurationError(LOCK_SERVICE_MISSING(this.constructor.name || name, methods[0]));
-      }
-      const next = own ?? (Reflect.get(Object.getPrototypeOf(prototype) as object, 'onModuleInit') as Method | undefined);
-      return next?.apply(this, args);
-    },
-  });
 }

@@ -342,3 +342,36 @@ export const SCHEDULE_UNREADABLE = (where: string, holdMs: number) =>
 
 export const HOLD_AT_LEAST_REACHES_PERIOD = (where: string, holdMs: number, periodMs: number) =>
   `@WithLock on ${where}: holdAtLeast (${holdMs} ms) reaches the period of its schedule (${periodMs} ms), so the next tick would find the lock still held and be skipped on every instance. Use at most half the period (${Math.floor(periodMs / 2)} ms), or leave holdAtLeast out: it is then derived from the schedule.`;
+
+// ---- Leadership: lead() and @WhenLeader ----
+
+export const LEAD_OPTION_INVALID = (name: string, option: string, expected: string, value: unknown) =>
+  `lead('${truncate(name)}') option "${option}" must be ${expected}; got ${describe(value)}.`;
+
+export const LEAD_WATCH_ABOVE_LEASE = (name: string, watchMs: number, leaseMs: number) =>
+  `lead('${truncate(name)}'): watchInterval (${watchMs} ms) must not be longer than the lease (${leaseMs} ms): followers would notice a dead or departed leader only after more than a lease. A third of the lease is the default.`;
+
+export const LEAD_CONFLICT = (name: string, option: string) =>
+  `lead('${truncate(name)}'): this process already campaigns for "${truncate(name)}" with another ${option}. One campaign per name runs in a process (lead() and @WhenLeader share it): pass the same options everywhere, or none after the first call.`;
+
+export const LEADERSHIP_ENDED = (name: string) =>
+  `The campaign for leadership "${truncate(name)}" has ended (resign() or shutdown): it will not be elected again. Call lead('${truncate(name)}') to campaign anew.`;
+
+export const LEADERSHIP_NOT_LEADING = (name: string) => `This instance does not lead "${truncate(name)}" now.`;
+
+export const LEADERSHIP_RETRY = (name: string, error: unknown, delayMs: number) =>
+  `Campaign for leadership "${truncate(name)}" failed to reach DynamoDB (${errorText(error)}); trying again in ${Math.round(delayMs)} ms.`;
+
+export const LEADERSHIP_LISTENER_FAILED = (name: string, kind: 'onElected' | 'onRevoked', error: unknown) =>
+  `An ${kind} listener of leadership "${truncate(name)}" threw (${errorText(error)}); ignored, the campaign goes on.`;
+
+export const WHEN_LEADER_NAME_INVALID = (where: string, reason: string) => `@WhenLeader on ${where}: ${reason}`;
+
+export const WHEN_LEADER_NOT_A_METHOD = (where: string) =>
+  `@WhenLeader on ${where}: only methods can be decorated, not getters, setters or properties.`;
+
+export const WHEN_LEADER_STATIC = (where: string) =>
+  `@WhenLeader on ${where}: static methods are not supported; decorate an instance method of a provider or controller.`;
+
+export const WHEN_LEADER_SERVICE_MISSING = (className: string, method?: string) =>
+  `${className}${method ? `.${method}` : ''} uses @WhenLeader, but no LockService is available to it. Import DynamoLockModule.forRoot() (or forRootAsync(), or forTesting() in tests) in your root module (it is global unless isGlobal: false; then import it in ${className}'s module), and let Nest create ${className} (do not construct it with new).`;

@@ -16,6 +16,8 @@
  */
 export { LockManager } from '../core/lock.manager';
 export { Lock } from '../core/lock';
+export { Leadership } from '../leadership/leadership';
+export type { LeadOptions } from '../leadership/lead-options';
 export { DEFAULTS, type ResolvedLockOptions } from '../core/lock-options.resolver';
 export type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 export type { LockLogger } from '../interfaces/lock-logger.interface';

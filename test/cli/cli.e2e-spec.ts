@@ -75,12 +75,12 @@ describe('dynamo-lock CLI: help, version, usage errors', () => {
     expect(result.stdout).toMatch(/Exit codes:\n {2}0 +success\n {2}1 +lock busy/);
     for (const code of ['2', '3', '4']) expect(result.stdout).toMatch(new RegExp(`\\n  ${code} {2,}\\S`));
     expect(result.stdout).toContain('DYNAMO_LOCK_TABLE');
-    for (const command of ['table-create', 'table-check', 'acquire', 'renew', 'release', 'exec', 'inspect', 'list']) {
+    for (const command of ['table-create', 'table-check', 'acquire', 'renew', 'release', 'exec', 'lead', 'inspect', 'list']) {
       expect(result.stdout).toContain(`  ${command} `);
     }
   });
 
-  it.each(['table-create', 'table-check', 'acquire', 'renew', 'release', 'exec', 'inspect', 'list'])(
+  it.each(['table-create', 'table-check', 'acquire', 'renew', 'release', 'exec', 'lead', 'inspect', 'list'])(
     'has examples and the global options in "%s --help"',
     async (command) => {
       const result = await cli().run([command, '--help']);
@@ -392,40 +392,94 @@ describeEachServer('dynamo-lock CLI', (server) => {
       expect((await cli.run(['inspect', 'forwarded-default', '--json'])).stdout).toBe('null\n');
     });
 
-    it('stops the command (SIGTERM, then SIGKILL) and exits 3 when the lock is lost', async () => {
-      const pidFile = path.join(dir, 'lost.pid');
-      const termFile = path.join(dir, 'lost.term');
-      // The command ignores SIGTERM, so only the SIGKILL after --kill-after ends it.
-      const running = cli.start([
-        'exec',
-        'stolen',
-        '--lease-duration',
-        '2s',
-        '--kill-after',
+    it.each(['exec', 'lead'])(
+      '%s stops the command (SIGTERM, then SIGKILL) and exits 3 when the lock is lost',
+      async (command) => {
+        const name = `${command}-stolen`;
+        const pidFile = path.join(dir, `${name}.pid`);
+        const termFile = path.join(dir, `${name}.term`);
+        // The command ignores SIGTERM, so only the SIGKILL after --kill-after ends it.
+        const running = cli.start([
+          command,
+          name,
+          '--lease-duration',
+          '2s',
+          '--kill-after',
+          '500ms',
+          '--',
+          ...script(
+            { pidFile, termFile },
+            `process.on('SIGTERM', () => fs.writeFileSync(termFile, 'SIGTERM')); fs.writeFileSync(pidFile, String(process.pid)); setInterval(() => {}, 1000);`,
+          ),
+        ]);
+        await waitFor(() => existsSync(pidFile), 'the command to start');
+        const pid = Number(readFileSync(pidFile, 'utf8'));
+        // Another owner takes the item over: the next heartbeat (every ~670 ms) finds a foreign token.
+        await stealLock(client, tableName, name);
+        const result = await running.result;
+        expectExit(result, 3);
+        expect(result.ms).toBeLessThan(10_000);
+        expect(lines(result.stderr)).toEqual([
+          expect.stringMatching(
+            new RegExp(
+              `^dynamo-lock: Lock "${name}" was lost: .*"thief".* Stopping ".*" \\(pid \\d+\\): SIGTERM now, SIGKILL after 500ms; exiting with 3\\.$`,
+            ),
+          ),
+        ]);
+        expect(readFileSync(termFile, 'utf8')).toBe('SIGTERM');
+        expect(alive(pid)).toBe(false);
+        // The thief's lock was left alone.
+        expect(JSON.parse((await cli.run(['inspect', name, '--json'])).stdout)).toMatchObject({ owner: 'thief' });
+      },
+      20_000,
+    );
+  });
+
+  describe('lead', () => {
+    it('runs the command on one host at a time; a follower takes over within a watch interval when it exits', async () => {
+      const log = path.join(dir, 'lead.log');
+      const job = (id: string) =>
+        script(
+          { log },
+          `fs.appendFileSync(log, 'start ${id} ' + Date.now() + '\\n'); setTimeout(() => fs.appendFileSync(log, 'end ${id} ' + Date.now() + '\\n'), 700);`,
+        );
+      const [a, b] = await Promise.all(
+        ['A', 'B'].map((id) => cli.run(['lead', 'lead-one', '--lease-duration', '10s', '--watch-interval', '200ms', '--', ...job(id)])),
+      );
+      expectExit(a, 0);
+      expectExit(b, 0);
+      const order = lines(readFileSync(log, 'utf8')).map((line) => line.split(' '));
+      expect(order.map(([what]) => what)).toEqual(['start', 'end', 'start', 'end']);
+      const [first, second] = [order[0][1], order[2][1]];
+      expect(order.map(([, id]) => id)).toEqual([first, first, second, second]);
+      expect(new Set([first, second])).toEqual(new Set(['A', 'B']));
+      // The leader resigned when its command exited: the follower did not wait for the 10 s lease.
+      expect(Number(order[2][2]) - Number(order[1][2])).toBeLessThan(5_000);
+      expect((await cli.run(['inspect', 'lead-one', '--json'])).stdout).toBe('null\n');
+    }, 20_000);
+
+    it('exits 1 when not elected within --wait, without running the command', async () => {
+      const lease = (await cli.run(['acquire', 'lead-busy', '--owner', 'incumbent'])).stdout.trim();
+      const marker = path.join(dir, 'lead-busy.ran');
+      const result = await cli.run([
+        'lead',
+        'lead-busy',
+        '--wait',
         '500ms',
         '--',
-        ...script(
-          { pidFile, termFile },
-          `process.on('SIGTERM', () => fs.writeFileSync(termFile, 'SIGTERM')); fs.writeFileSync(pidFile, String(process.pid)); setInterval(() => {}, 1000);`,
-        ),
+        ...script({ marker }, `fs.writeFileSync(marker, 'ran');`),
       ]);
-      await waitFor(() => existsSync(pidFile), 'the command to start');
-      const pid = Number(readFileSync(pidFile, 'utf8'));
-      // Another owner takes the item over: the next heartbeat (every ~670 ms) finds a foreign token.
-      await stealLock(client, tableName, 'stolen');
-      const result = await running.result;
-      expectExit(result, 3);
-      expect(result.ms).toBeLessThan(10_000);
+      expectExit(result, 1);
       expect(lines(result.stderr)).toEqual([
-        expect.stringMatching(
-          /^dynamo-lock: Lock "stolen" was lost: .*"thief".* Stopping ".*" \(pid \d+\): SIGTERM now, SIGKILL after 500ms; exiting with 3\.$/,
-        ),
+        'dynamo-lock: "lead-busy" is led by "incumbent"; following (the command starts when this host is elected).',
+        expect.stringMatching(/^dynamo-lock: not elected leader of "lead-busy" within \d+ms: "incumbent" leads \(fencing token \d+\)\.$/),
       ]);
-      expect(readFileSync(termFile, 'utf8')).toBe('SIGTERM');
-      expect(alive(pid)).toBe(false);
-      // The thief's lock was left alone.
-      expect(JSON.parse((await cli.run(['inspect', 'stolen', '--json'])).stdout)).toMatchObject({ owner: 'thief' });
-    }, 20_000);
+      expect(existsSync(marker)).toBe(false);
+      expectExit(await cli.run(['release', 'lead-busy', lease]), 0);
+      const bad = await cli.run(['lead', 'lead-busy', '--lease-duration', '2s', '--watch-interval', '5s', '--', 'true']);
+      expectExit(bad, 2);
+      expect(bad.stderr).toContain('watchInterval (5000 ms) must not be longer than the lease (2000 ms)');
+    });
   });
 
   describe('inspect and list', () => {

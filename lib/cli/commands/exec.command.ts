@@ -1,13 +1,9 @@
 import type { Command } from 'commander';
-import type { Lock } from '../../core/lock';
-import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELEASE_FAILED } from '../cli.messages';
 import type { CommandRunner } from '../command-runner';
-import { childExitCode, ExitCode } from '../exit-codes';
-import { type ChildOutcome, SupervisedChild } from '../exec/supervised-child';
+import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
 import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions, parseDurationOption } from '../options';
 import type { Session } from '../session';
-import { onSignals } from '../signals';
-import { interruptReason, waitForLock } from '../wait-for-lock';
+import { waitForLock } from '../wait-for-lock';
 
 const EXAMPLES = `
 The lock is renewed in the background (every third of the lease) while COMMAND runs, and
@@ -46,55 +42,17 @@ export function registerExec(program: Command, runner: CommandRunner): void {
 async function exec(session: Session, name: string, argv: readonly string[], options: ExecOptions): Promise<number> {
   const { leaseMs, wait, data } = parseAcquireOptions(options);
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
-  const [commandName, ...args] = argv;
 
-  // One handler for the whole command: it interrupts the wait, then forwards to the child.
-  const interrupt = new AbortController();
-  let child: SupervisedChild | undefined;
-  const stopHandling = onSignals((signal) => {
-    if (child) child.signal(signal);
-    else interrupt.abort(interruptReason(name, signal));
-  });
+  const signals = new WaitThenForward(name);
   try {
-    const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: true, signal: interrupt.signal });
-    child = new SupervisedChild(commandName, args);
-    const running = child;
-    let lost = false;
-    const onLost = () => {
-      lost = true;
-      const reason = lock.signal.reason instanceof Error ? lock.signal.reason.message : errorText(lock.signal.reason);
-      session.io.err(`${PROGRAM}: ${LOST_DURING_EXEC(reason, commandName, running.pid, killAfterMs)}`);
-      running.terminate(killAfterMs);
-    };
-    const lockSignal = lock.signal;
-    if (lockSignal.aborted) onLost();
-    else lockSignal.addEventListener('abort', onLost, { once: true });
-    const outcome = await running.done;
-    lockSignal.removeEventListener('abort', onLost);
-    if (lost) return ExitCode.lost;
-    return await finish(session, lock, commandName, outcome);
+    const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: true, signal: signals.interrupt });
+    return await runWhileHeld(session, lock, {
+      argv,
+      killAfterMs,
+      started: signals.forwardTo,
+      release: () => lock.release(),
+    });
   } finally {
-    stopHandling();
+    signals.stop();
   }
-}
-
-/** Releases the lock after the child ended, and picks the exit code. */
-async function finish(session: Session, lock: Lock, commandName: string, outcome: ChildOutcome): Promise<number> {
-  let released: boolean;
-  try {
-    released = await lock.release();
-  } catch (error) {
-    // The work is done; the lease runs out on its own.
-    session.io.err(`${PROGRAM}: ${RELEASE_FAILED(lock.key, error)}`);
-    released = true;
-  }
-  if (outcome.kind === 'failed') {
-    session.io.err(`${PROGRAM}: ${CANNOT_RUN(commandName, outcome.error)}`);
-    return outcome.error.code === 'ENOENT' ? ExitCode.commandNotFound : ExitCode.commandNotExecutable;
-  }
-  if (!released) {
-    session.io.err(`${PROGRAM}: ${LOST_AT_RELEASE(lock.key, commandName)}`);
-    return ExitCode.lost;
-  }
-  return childExitCode(outcome.code, outcome.signal);
 }
