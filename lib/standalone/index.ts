@@ -47,6 +47,7 @@ export type {
   AcquireWrite,
   HeartbeatWrite,
   Holding,
+  ReadConsistency,
   SkipWrite,
   StoreHealth,
   TableHealth,
