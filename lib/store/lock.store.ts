@@ -16,6 +16,7 @@ import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-rec
 import type { LockStorePort } from './lock-store.interface';
 import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TableHealth, TicketWrite, WriteResult } from './lock-store.protocol';
 import { ensureLockTable, tableHealth } from './lock-table';
+import { SemaphoreStore } from './semaphore.store';
 import { sendWithinLimit } from './timed-request';
 import { isConditionFailure } from './transient-error';
 
@@ -51,10 +52,15 @@ interface Update {
  * condition, and the caller recognises its own token in the item instead.
  */
 export class LockStore implements LockStorePort {
+  /** The semaphore items of the same table. */
+  readonly semaphores: SemaphoreStore;
+
   constructor(
     private readonly client: DynamoDBClient,
     private readonly options: LockStoreOptions,
-  ) {}
+  ) {
+    this.semaphores = new SemaphoreStore(client, options);
+  }
 
   /** The table this store writes to. */
   get tableName(): string {

@@ -1,0 +1,266 @@
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  GetItemCommand,
+  type GetItemCommandOutput,
+  UpdateItemCommand,
+  type UpdateItemCommandOutput,
+} from '@aws-sdk/client-dynamodb';
+import { LockTableError } from '../errors/lock.errors';
+import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../errors/lock.messages';
+import { randomToken } from '../utils/random-token';
+import type { LockStoreOptions } from './lock.store';
+import { SEM_ATTR, SEM_ATTRIBUTE_NAMES, SEM_HOLDER, type SemaphoreRecord, toSemaphoreRecord } from './semaphore-record';
+import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from './semaphore-store.protocol';
+import { sendWithinLimit } from './timed-request';
+import { isConditionFailure } from './transient-error';
+
+/** One UpdateItem on a semaphore item, before attribute names are picked. */
+interface Update {
+  key: string;
+  set: string[];
+  remove?: string[];
+  add?: string[];
+  del?: string[];
+  condition: string;
+  values: Record<string, AttributeValue>;
+  /** Placeholders of holder tokens used as map keys (`#tok` → the token). */
+  tokens?: Record<string, string>;
+}
+
+/**
+ * Every DynamoDB request on semaphore items, and every condition expression, in one place: one
+ * conditional `UpdateItem` per write, a strongly consistent `GetItem` per read, each within the
+ * request limit. Every write states the semaphore's `limit` and is refused by an item with another.
+ * Writes return the item as written (`ALL_NEW`) and, when refused, the item as it was (`ALL_OLD`).
+ */
+export class SemaphoreStore implements SemaphoreStorePort {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly options: LockStoreOptions,
+  ) {}
+
+  /**
+   * Grants a slot: adds the holder's entry (fencing token `seenFence + 1`, or the clock in
+   * microseconds for a new item, so it still exceeds every token of an item TTL deleted earlier),
+   * counts it, and moves the line on when the writer was in it.
+   */
+  grant(write: SemaphoreGrant): Promise<SemaphoreWriteResult> {
+    const now = Date.now();
+    const fence = write.seenFence === undefined ? now * 1000 : write.seenFence + 1;
+    const holder: AttributeValue = {
+      M: {
+        [SEM_HOLDER.owner]: { S: write.owner },
+        [SEM_HOLDER.version]: { S: randomToken() },
+        [SEM_HOLDER.lease]: { N: String(write.leaseMs) },
+        [SEM_HOLDER.fence]: { N: String(fence) },
+        [SEM_HOLDER.acquiredAt]: { N: String(now) },
+        [SEM_HOLDER.updatedAt]: { N: String(now) },
+      },
+    };
+    const values: Record<string, AttributeValue> = { ':limit': { N: String(write.limit) }, ':fence': { N: String(fence) }, ':now': { N: String(now) } };
+    if (write.seenFence === undefined) {
+      Object.assign(values, { ':one': { N: '1' }, ':holders': { M: { [write.token]: holder } }, ':base': { N: String(fence) } });
+      return this.update(
+        {
+          key: write.key,
+          set: ['#limit = :limit', '#count = :one', '#fence = :fence', '#holders = :holders', '#head = :base', '#tail = :base', '#updatedAt = :now'],
+          condition: 'attribute_not_exists(#key)',
+          values,
+        },
+        write.leaseMs,
+        now,
+      );
+    }
+    Object.assign(values, { ':one': { N: '1' }, ':holder': holder, ':seenFence': { N: String(write.seenFence) } });
+    const set = ['#count = #count + :one', '#fence = :fence', '#holders.#tok = :holder', '#updatedAt = :now'];
+    const conditions = ['#limit = :limit', '#count < :limit', '#fence = :seenFence', 'attribute_not_exists(#holders.#tok)'];
+    const del: string[] = [];
+    if (!write.line) conditions.push('#head = #tail');
+    else {
+      const { ticket, seenHead } = write.line;
+      values[':seenHead'] = { N: String(seenHead) };
+      values[':next'] = { N: String(ticket + 1) };
+      values[':ticket'] = { N: String(ticket) };
+      set.push('#head = :next');
+      conditions.push('#head = :seenHead', '#tail > :ticket');
+      // Every ticket before the writer's was given up: the same write drops them from the set.
+      const skipped = Array.from({ length: ticket - seenHead }, (_, i) => seenHead + i);
+      skipped.forEach((t, i) => {
+        values[`:g${i}`] = { N: String(t) };
+        conditions.push(`contains(#gone, :g${i})`);
+      });
+      if (skipped.length) {
+        values[':skipped'] = { NS: skipped.map(String) };
+        del.push('#gone :skipped');
+      }
+    }
+    return this.update(
+      { key: write.key, set, del, condition: conditions.join(' AND '), values, tokens: { '#tok': write.token } },
+      write.leaseMs,
+      now,
+    );
+  }
+
+  /** Takes the next ticket; a retry after a lost answer fails (its token took the last one) instead of taking another. */
+  enqueue(key: string, limit: number, token: string): Promise<SemaphoreWriteResult> {
+    return this.update(
+      {
+        key,
+        set: ['#tail = #tail + :one', '#tailToken = :token'],
+        condition: '#limit = :limit AND (attribute_not_exists(#tailToken) OR #tailToken <> :token)',
+        values: { ':limit': { N: String(limit) }, ':token': { S: token }, ':one': { N: '1' } },
+      },
+      undefined,
+    );
+  }
+
+  /** Adds `ticket` to the tickets given up, while the line has not passed it. */
+  abandon(key: string, ticket: number): Promise<SemaphoreWriteResult> {
+    return this.update(
+      {
+        key,
+        set: [],
+        add: ['#gone :ticket'],
+        condition: '#head <= :t AND #tail > :t',
+        values: { ':ticket': { NS: [String(ticket)] }, ':t': { N: String(ticket) } },
+      },
+      undefined,
+    );
+  }
+
+  /** Moves the line past a silent head ticket, while a slot is free and the line still stands there. */
+  passHead(key: string, seenHead: number): Promise<SemaphoreWriteResult> {
+    return this.update(
+      {
+        key,
+        set: ['#head = :next'],
+        del: ['#gone :seen'],
+        condition: '#head = :seenHead AND #count < #limit AND #tail > :seenHead',
+        values: { ':seenHead': { N: String(seenHead) }, ':next': { N: String(seenHead + 1) }, ':seen': { NS: [String(seenHead)] } },
+      },
+      undefined,
+    );
+  }
+
+  /** A new version of the holder's own entry (its lease too, when given); nothing else changes. */
+  heartbeat(key: string, token: string, leaseMs: number | undefined): Promise<SemaphoreWriteResult> {
+    const now = Date.now();
+    const values: Record<string, AttributeValue> = { ':v': { S: randomToken() }, ':now': { N: String(now) } };
+    const set = ['#holders.#tok.#hf_version = :v', '#holders.#tok.#hf_updatedAt = :now', '#updatedAt = :now'];
+    if (leaseMs !== undefined) {
+      set.push('#holders.#tok.#hf_lease = :lease');
+      values[':lease'] = { N: String(leaseMs) };
+    }
+    return this.update({ key, set, condition: 'attribute_exists(#holders.#tok)', values, tokens: { '#tok': token } }, leaseMs, now);
+  }
+
+  /**
+   * Frees the slot of `token`. Records the released token, so a retry of a release whose answer
+   * was lost still reports success without writing again.
+   */
+  async release(key: string, token: string, leaseMs: number, heldMs?: number): Promise<boolean> {
+    const now = Date.now();
+    const values: Record<string, AttributeValue> = { ':one': { N: '1' }, ':token': { S: token }, ':now': { N: String(now) } };
+    const set = ['#count = #count - :one', '#released = :token', '#updatedAt = :now'];
+    if (heldMs !== undefined) {
+      set.push('#lastHold = :held');
+      values[':held'] = { N: String(Math.max(0, Math.round(heldMs))) };
+    }
+    const result = await this.update(
+      { key, set, remove: ['#holders.#tok'], condition: 'attribute_exists(#holders.#tok)', values, tokens: { '#tok': token } },
+      leaseMs,
+      now,
+    );
+    if (result.ok) return true;
+    const current = result.current ?? (await this.read(key));
+    return current?.released === token;
+  }
+
+  /** Frees the slot of a silent holder, while its entry is still at the version watched. */
+  pass(key: string, token: string, seenVersion: string): Promise<SemaphoreWriteResult> {
+    const now = Date.now();
+    return this.update(
+      {
+        key,
+        set: ['#count = #count - :one', '#updatedAt = :now'],
+        remove: ['#holders.#tok'],
+        condition: '#holders.#tok.#hf_version = :seen',
+        values: { ':one': { N: '1' }, ':seen': { S: seenVersion }, ':now': { N: String(now) } },
+        tokens: { '#tok': token },
+      },
+      undefined,
+    );
+  }
+
+  /** Strongly consistent read of one semaphore item. */
+  async read(key: string): Promise<SemaphoreRecord | undefined> {
+    const output = (await this.send(
+      'GetItem',
+      new GetItemCommand({ TableName: this.options.tableName, Key: { [SEM_ATTR.key]: { S: key } }, ConsistentRead: true }),
+    )) as GetItemCommandOutput;
+    return output.Item ? toSemaphoreRecord(output.Item) : undefined;
+  }
+
+  /** Sends one conditional UpdateItem; with a lease, refreshes the TTL attribute as the lock store does. */
+  private async update(update: Update, ttlLeaseMs: number | undefined, now = Date.now()): Promise<SemaphoreWriteResult> {
+    const set = [...update.set];
+    const remove = [...(update.remove ?? [])];
+    const values = { ...update.values };
+    if (ttlLeaseMs !== undefined) {
+      if (this.options.ttlDays <= 0) remove.push('#ttl');
+      else {
+        const keepMs = Math.max(this.options.ttlDays * 86_400_000, 2 * ttlLeaseMs);
+        values[':ttl'] = { N: String(Math.ceil((now + keepMs) / 1000)) };
+        set.push('#ttl = :ttl');
+      }
+    }
+    const expression = [
+      set.length ? `SET ${set.join(', ')}` : '',
+      remove.length ? `REMOVE ${remove.join(', ')}` : '',
+      update.add?.length ? `ADD ${update.add.join(', ')}` : '',
+      update.del?.length ? `DELETE ${update.del.join(', ')}` : '',
+    ]
+      .filter(Boolean)
+      .join(' ');
+    const text = `${expression} ${update.condition}`;
+    const names = { ...pick(SEM_ATTRIBUTE_NAMES, text), ...update.tokens };
+    try {
+      const output = (await this.send(
+        'UpdateItem',
+        new UpdateItemCommand({
+          TableName: this.options.tableName,
+          Key: { [SEM_ATTR.key]: { S: update.key } },
+          UpdateExpression: expression,
+          ConditionExpression: update.condition,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      )) as UpdateItemCommandOutput;
+      return { ok: true, record: toSemaphoreRecord(output.Attributes ?? { [SEM_ATTR.key]: { S: update.key } }) };
+    } catch (error) {
+      if (isConditionFailure(error)) return { ok: false, current: error.Item ? toSemaphoreRecord(error.Item) : undefined };
+      throw error;
+    }
+  }
+
+  /** Sends one request within the request limit; a deleted table becomes a `LockTableError`. */
+  private async send(operation: string, command: UpdateItemCommand | GetItemCommand): Promise<UpdateItemCommandOutput | GetItemCommandOutput> {
+    const { tableName, requestTimeoutMs } = this.options;
+    try {
+      return await sendWithinLimit(this.client, command, requestTimeoutMs, (lastAttempt) =>
+        REQUEST_TIMED_OUT(operation, tableName, requestTimeoutMs ?? 0, lastAttempt),
+      );
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ResourceNotFoundException') throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
+      throw error;
+    }
+  }
+}
+
+/** The attribute-name placeholders an expression uses (DynamoDB rejects unused ones). */
+function pick(names: Record<string, string>, expression: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(names).filter(([alias]) => new RegExp(`${alias}\\b`).test(expression)));
+}
