@@ -59,12 +59,14 @@ export interface SemaphoreGranted {
  * - A caller that gives up with a ticket marks it given up, so the line skips it at once.
  */
 export class SemaphoreAcquisition {
-  /** The item as last answered; `fresh` while no write of another may have been missed by this process's own answer. */
+  /** The item as last answered, or remembered from an earlier call; `fresh` when it is an answer of this acquisition. */
   private current: SemaphoreRecord | undefined;
   private fresh = false;
   private ticket: number | undefined;
   /** Monotonic send time of the earliest grant of unknown outcome. */
   private uncertainSince: number | undefined;
+  /** A write was tried before reading (once per acquisition: a refusal without the item means a read next). */
+  private blindTried = false;
   private passedHolder = false;
   private retryMs = RETRY_MIN_MS;
   private streak = 0;
@@ -115,22 +117,31 @@ export class SemaphoreAcquisition {
   private async step(): Promise<SemaphoreGranted | undefined> {
     const { waiter } = this;
     const record = this.current;
-    // Unknown, or known only from before: a free-looking one is worth a write, anything else a read.
-    if (!this.fresh && !(record && this.ticket === undefined && looksFree(record, this.limit))) return void (await this.read());
-    if (!record) return this.grant(undefined);
+    if (!this.fresh) {
+      // Unknown, or known only from before: one write on the chance of a free slot, else a read.
+      if (!this.blindTried && this.ticket === undefined && (!record || looksFree(record, this.limit))) {
+        this.blindTried = true;
+        return this.grant(record, false);
+      }
+      // Seen full or with a line before: a waiting caller takes its ticket at once (the answer tells the rest).
+      if (!this.single && this.ticket === undefined && record && record.limit === this.limit && !looksFree(record, this.limit)) {
+        return void (await this.enqueue());
+      }
+      return void (await this.read());
+    }
+    if (!record) return this.grant(undefined, true);
     if (record.limit !== this.limit) {
       throw new LockConfigurationError(SEMAPHORE_LIMIT_MISMATCH(waiter.key, record.limit, this.limit));
     }
     const mine = holderOf(record, waiter.token);
     if (mine) return this.granted(record, mine, this.uncertainSince ?? monotonicNow(), this.ticket === undefined ? 'free' : 'promotion');
-    if (!this.fresh) return this.grant(record);
     if (this.ticket !== undefined && record.head > this.ticket) this.ticket = undefined;
     const now = monotonicNow();
     const dead = this.deadHolder(record, now);
     if (record.count >= this.limit && dead) return void (await this.pass(dead));
     const firstLive = firstLiveTicket(record);
-    if (this.ticket === undefined && firstLive === undefined && record.count < this.limit) return this.grant(record);
-    if (this.ticket !== undefined && firstLive === this.ticket && record.count < this.limit) return this.grant(record);
+    if (this.ticket === undefined && firstLive === undefined && record.count < this.limit) return this.grant(record, false);
+    if (this.ticket !== undefined && firstLive === this.ticket && record.count < this.limit) return this.grant(record, false);
     if (firstLive !== undefined && firstLive !== this.ticket && this.stalledHead(record, now)) return void (await this.passHead(record));
     this.noteHolder(record);
     if (this.single) throw this.busyError(record);
@@ -171,8 +182,8 @@ export class SemaphoreAcquisition {
     return undefined;
   }
 
-  /** The grant write: a new item, a free slot with nobody in line, or this caller's turn in line. */
-  private async grant(record: SemaphoreRecord | undefined): Promise<SemaphoreGranted | undefined> {
+  /** The grant write: a new item (`create`), a free slot with nobody in line, or this caller's turn in line. */
+  private async grant(record: SemaphoreRecord | undefined, create: boolean): Promise<SemaphoreGranted | undefined> {
     const { waiter } = this;
     const sentAt = monotonicNow();
     let result: SemaphoreWriteResult;
@@ -183,7 +194,7 @@ export class SemaphoreAcquisition {
         token: waiter.token,
         owner: waiter.owner,
         leaseMs: waiter.leaseMs,
-        seenFence: record?.fencingToken,
+        create,
         line: this.ticket === undefined || !record ? undefined : { ticket: this.ticket, seenHead: record.head },
       });
     } catch (error) {

@@ -25,22 +25,22 @@ export class MemorySemaphoreStore implements SemaphoreStorePort {
     const w = structuredClone(write);
     await tick();
     const now = Date.now();
-    const fence = w.seenFence === undefined ? now * 1000 : w.seenFence + 1;
-    const holder: SemaphoreHolderRecord = {
+    const holderWith = (fencingToken: number): SemaphoreHolderRecord => ({
       token: w.token,
       owner: w.owner,
       version: randomToken(),
       leaseMs: w.leaseMs,
-      fencingToken: fence,
+      fencingToken,
       acquiredAt: now,
       updatedAt: now,
-    };
-    if (w.seenFence === undefined) {
+    });
+    if (w.create) {
       if (this.items.has(w.key)) return this.failed(w.key);
-      return this.store({ key: w.key, limit: w.limit, count: 1, fencingToken: fence, head: fence, tail: fence, gone: [], holders: [holder], updatedAt: now });
+      const base = now * 1000;
+      return this.store({ key: w.key, limit: w.limit, count: 1, fencingToken: base, head: base, tail: base, gone: [], holders: [holderWith(base)], updatedAt: now });
     }
     return this.update(w.key, (item) => {
-      if (item.limit !== w.limit || item.count >= w.limit || item.fencingToken !== w.seenFence) return undefined;
+      if (item.limit !== w.limit || item.count >= w.limit) return undefined;
       if (item.holders.some((h) => h.token === w.token)) return undefined;
       let { head, gone } = item;
       if (!w.line) {
@@ -52,7 +52,8 @@ export class MemorySemaphoreStore implements SemaphoreStorePort {
         gone = gone.filter((t) => t < seenHead || t >= ticket);
         head = ticket + 1;
       }
-      return { ...item, head, gone, count: item.count + 1, fencingToken: fence, holders: [...item.holders, holder], updatedAt: now };
+      const fence = item.fencingToken + 1;
+      return { ...item, head, gone, count: item.count + 1, fencingToken: fence, holders: [...item.holders, holderWith(fence)], updatedAt: now };
     });
   }
 

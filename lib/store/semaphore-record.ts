@@ -13,10 +13,15 @@ export const SEM_ATTR = {
   limit: 'limit',
   /** Number of holders now (the size of `holders`). */
   count: 'holderCount',
-  /** Fencing counter: the token of the last grant; every grant writes one more. */
+  /** Fencing counter: the token of the last grant; every grant adds one. */
   fence: 'fence',
   /** The holders: owner token → {@link SEM_HOLDER} fields. */
   holders: 'holders',
+  /**
+   * The holders' fencing tokens: owner token → number. Apart from `holders`, so the grant writes it
+   * from the counter in the same write (`#fences.#tok = #fence + :one` reads the counter as it was).
+   */
+  fences: 'fences',
   /** Next ticket to admit: waiters are admitted in ticket order. */
   head: 'lineHead',
   /** Next ticket to hand out; nobody waits when it equals `lineHead`. */
@@ -43,8 +48,6 @@ export const SEM_HOLDER = {
   version: 'v',
   /** Its lease in ms. */
   lease: 'l',
-  /** Its fencing token. */
-  fence: 'f',
   /** Wall-clock grant time (ms since epoch); informational only. */
   acquiredAt: 'a',
   /** Wall-clock time of its last write; informational only. */
@@ -111,6 +114,7 @@ export function holderOf(record: SemaphoreRecord | undefined, token: string): Se
 
 /** Converts a DynamoDB item into a {@link SemaphoreRecord}. */
 export function toSemaphoreRecord(item: Record<string, AttributeValue>): SemaphoreRecord {
+  const fences = item[SEM_ATTR.fences]?.M ?? {};
   const holders = Object.entries(item[SEM_ATTR.holders]?.M ?? {}).map(([token, value]) => {
     const m = value.M ?? {};
     return {
@@ -118,7 +122,7 @@ export function toSemaphoreRecord(item: Record<string, AttributeValue>): Semapho
       owner: m[SEM_HOLDER.owner]?.S ?? '',
       version: m[SEM_HOLDER.version]?.S ?? '',
       leaseMs: num(m[SEM_HOLDER.lease]) ?? 0,
-      fencingToken: num(m[SEM_HOLDER.fence]) ?? 0,
+      fencingToken: num(fences[token]) ?? 0,
       acquiredAt: num(m[SEM_HOLDER.acquiredAt]) ?? 0,
       updatedAt: num(m[SEM_HOLDER.updatedAt]) ?? 0,
     };

@@ -10,18 +10,15 @@ import type { SemaphoreRecord } from './semaphore-record';
 /** Result of a conditional semaphore write. `current` is the item that blocked it, when the server returned it. */
 export type SemaphoreWriteResult = { ok: true; record: SemaphoreRecord } | { ok: false; current: SemaphoreRecord | undefined };
 
-/** A grant of one slot: the writer becomes a holder with fencing token `seenFence + 1`. */
+/** A grant of one slot: the writer becomes a holder, with the fencing counter plus one as its token. */
 export interface SemaphoreGrant {
   key: string;
   limit: number;
   token: string;
   owner: string;
   leaseMs: number;
-  /**
-   * The fencing counter as the writer last read it; `undefined` creates the item (it must not
-   * exist). The write is conditioned on it, so fencing tokens are unique and grow with every grant.
-   */
-  seenFence: number | undefined;
+  /** Creates the item (it must not exist yet), with the writer as its first holder. */
+  create?: boolean;
   /**
    * Absent: a free grant, only while nobody waits (`lineHead` = `lineTail`), so a caller that
    * just released never jumps ahead of the line. Present: the writer's ticket, admitted when

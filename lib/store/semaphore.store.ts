@@ -41,30 +41,41 @@ export class SemaphoreStore implements SemaphoreStorePort {
   ) {}
 
   /**
-   * Grants a slot: adds the holder's entry (fencing token `seenFence + 1`, or the clock in
-   * microseconds for a new item, so it still exceeds every token of an item TTL deleted earlier),
-   * counts it, and moves the line on when the writer was in it.
+   * Grants a slot while one is free: adds the holder's entry and counts it, and raises the fencing
+   * counter, whose new value is the holder's token (`#fences.#tok = #fence + :one` reads the
+   * counter as it was before this write, on DynamoDB as on DynamoDB Local and dynalite). Free: only
+   * while nobody waits. In line: when the line stands at the writer's ticket, or every ticket
+   * before it was given up; the line moves past it. A created item starts its counter from the
+   * clock in microseconds, so it still exceeds every token of an item TTL deleted earlier.
    */
   grant(write: SemaphoreGrant): Promise<SemaphoreWriteResult> {
     const now = Date.now();
-    const fence = write.seenFence === undefined ? now * 1000 : write.seenFence + 1;
     const holder: AttributeValue = {
       M: {
         [SEM_HOLDER.owner]: { S: write.owner },
         [SEM_HOLDER.version]: { S: randomToken() },
         [SEM_HOLDER.lease]: { N: String(write.leaseMs) },
-        [SEM_HOLDER.fence]: { N: String(fence) },
         [SEM_HOLDER.acquiredAt]: { N: String(now) },
         [SEM_HOLDER.updatedAt]: { N: String(now) },
       },
     };
-    const values: Record<string, AttributeValue> = { ':limit': { N: String(write.limit) }, ':fence': { N: String(fence) }, ':now': { N: String(now) } };
-    if (write.seenFence === undefined) {
-      Object.assign(values, { ':one': { N: '1' }, ':holders': { M: { [write.token]: holder } }, ':base': { N: String(fence) } });
+    const values: Record<string, AttributeValue> = { ':limit': { N: String(write.limit) }, ':now': { N: String(now) }, ':one': { N: '1' } };
+    if (write.create) {
+      const base = { N: String(now * 1000) };
+      Object.assign(values, { ':holders': { M: { [write.token]: holder } }, ':fences': { M: { [write.token]: base } }, ':base': base });
       return this.update(
         {
           key: write.key,
-          set: ['#limit = :limit', '#count = :one', '#fence = :fence', '#holders = :holders', '#head = :base', '#tail = :base', '#updatedAt = :now'],
+          set: [
+            '#limit = :limit',
+            '#count = :one',
+            '#fence = :base',
+            '#holders = :holders',
+            '#fences = :fences',
+            '#head = :base',
+            '#tail = :base',
+            '#updatedAt = :now',
+          ],
           condition: 'attribute_not_exists(#key)',
           values,
         },
@@ -72,16 +83,14 @@ export class SemaphoreStore implements SemaphoreStorePort {
         now,
       );
     }
-    Object.assign(values, { ':one': { N: '1' }, ':holder': holder, ':seenFence': { N: String(write.seenFence) } });
-    const set = ['#count = #count + :one', '#fence = :fence', '#holders.#tok = :holder', '#updatedAt = :now'];
-    const conditions = ['#limit = :limit', '#count < :limit', '#fence = :seenFence', 'attribute_not_exists(#holders.#tok)'];
+    values[':holder'] = holder;
+    const set = ['#count = #count + :one', '#fence = #fence + :one', '#fences.#tok = #fence + :one', '#holders.#tok = :holder', '#updatedAt = :now'];
+    const conditions = ['#limit = :limit', '#count < :limit', 'attribute_not_exists(#holders.#tok)'];
     const del: string[] = [];
     if (!write.line) conditions.push('#head = #tail');
     else {
       const { ticket, seenHead } = write.line;
-      values[':seenHead'] = { N: String(seenHead) };
-      values[':next'] = { N: String(ticket + 1) };
-      values[':ticket'] = { N: String(ticket) };
+      Object.assign(values, { ':seenHead': { N: String(seenHead) }, ':next': { N: String(ticket + 1) }, ':ticket': { N: String(ticket) } });
       set.push('#head = :next');
       conditions.push('#head = :seenHead', '#tail > :ticket');
       // Every ticket before the writer's was given up: the same write drops them from the set.
@@ -168,7 +177,7 @@ export class SemaphoreStore implements SemaphoreStorePort {
       values[':held'] = { N: String(Math.max(0, Math.round(heldMs))) };
     }
     const result = await this.update(
-      { key, set, remove: ['#holders.#tok'], condition: 'attribute_exists(#holders.#tok)', values, tokens: { '#tok': token } },
+      { key, set, remove: ['#holders.#tok', '#fences.#tok'], condition: 'attribute_exists(#holders.#tok)', values, tokens: { '#tok': token } },
       leaseMs,
       now,
     );
@@ -184,7 +193,7 @@ export class SemaphoreStore implements SemaphoreStorePort {
       {
         key,
         set: ['#count = #count - :one', '#updatedAt = :now'],
-        remove: ['#holders.#tok'],
+        remove: ['#holders.#tok', '#fences.#tok'],
         condition: '#holders.#tok.#hf_version = :seen',
         values: { ':one': { N: '1' }, ':seen': { S: seenVersion }, ':now': { N: String(now) } },
         tokens: { '#tok': token },

@@ -99,10 +99,12 @@ describeEachServer('semaphore across processes', (server) => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('10 processes with limit 3: never more than 3 inside, every process gets all its turns, every grant its own fencing token', async () => {
+  it('10 processes with limit 3: never more than 3 inside, every process gets all its 3 turns, every grant its own fencing token', async () => {
     const insideDir = mkdtempSync(path.join(dir, 'inside-'));
-    const config = { key: 'ten-processes', limit: 3, leaseMs: 10_000, mode: 'loop', turns: 3, sectionMs: 40, insideDir };
+    const config = { key: 'ten-processes', limit: 3, leaseMs: 10_000, mode: 'loop', turns: 3, sectionMs: 300, insideDir, waitForGo: true };
     const ten = Array.from({ length: 10 }, (_, i) => start(server, fixture.tableName, { ...config, owner: `p${i}` }));
+    await Promise.all(ten.map((w) => w.next('ready', 60_000)));
+    for (const worker of ten) worker.child.send('go');
     await Promise.all(ten.map((w) => w.next('done', 90_000)));
     const turns = ten.flatMap((w) => w.reports.filter((r) => r.type === 'turn'));
     expect(ten.map((w) => w.reports.filter((r) => r.type === 'turn').length)).toEqual(Array(10).fill(3));

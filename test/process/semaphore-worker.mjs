@@ -10,7 +10,7 @@
  * `limit` sections ever overlapped, the last of them to enter counts them all.
  *
  * Modes:
- * - `loop`: `turns` times: acquire (waiting) → section of `sectionMs` → release; reports `turn`
+ * - `loop`: (with `waitForGo`: reports `ready` and waits for any message) `turns` times: acquire (waiting) → section of `sectionMs` → release; reports `turn`
  *   with the fencing token and how many were inside, then `done`.
  * - `hold`: acquires once, reports `acquired`, and holds (heartbeats on) until killed; reports
  *   `lost` if its signal aborts.
@@ -38,6 +38,13 @@ const manager = new LockManager({
 const options = { limit: config.limit, leaseDuration: config.leaseMs, wait: '120s' };
 
 async function loop() {
+  if (config.waitForGo) {
+    // Warmed up (SDK loaded, connection open), then all start together on the parent's word.
+    await manager.inspect(config.key);
+    const go = new Promise((resolve) => process.once('message', resolve));
+    await send('ready');
+    await go;
+  }
   const mine = path.join(config.insideDir, `${config.owner}`);
   for (let turn = 0; turn < config.turns; turn++) {
     await manager.withLock(

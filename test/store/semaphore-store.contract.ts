@@ -43,7 +43,7 @@ export function semaphoreStoreContract(name: string, makeStore: () => Promise<Se
       token: tok(),
       owner: 'host:1',
       leaseMs: LEASE,
-      seenFence: seen?.fencingToken,
+      create: seen === undefined,
       ...extra,
     });
 
@@ -84,18 +84,37 @@ export function semaphoreStoreContract(name: string, makeStore: () => Promise<Se
       await refusedUnchanged(await store.grant(grantOf(key, undefined)), key, record);
     });
 
-    it('free grants: one more holder each with the next fencing token, refused at the limit, on a stale counter, another limit or a token already holding', async () => {
+    it('free grants: one more holder each, its fencing token the counter plus one; refused at the limit, for another limit or a token already holding', async () => {
       const { key, record, tokens } = await withHolders(2);
       expect(record.count).toBe(2);
       const [first, second] = record.holders;
       expect(second!.fencingToken).toBe(first!.fencingToken + 1);
-      await refusedUnchanged(await store.grant(grantOf(key, { ...record, fencingToken: record.fencingToken - 1 })), key, record);
+      expect(record.fencingToken).toBe(second!.fencingToken);
       await refusedUnchanged(await store.grant(grantOf(key, record, { limit: LIMIT + 1 })), key, record);
       await refusedUnchanged(await store.grant(grantOf(key, record, { token: tokens[0] })), key, record);
       const third = okRecord(await store.grant(grantOf(key, record)));
       expect(third.count).toBe(3);
       expect(third.fencingToken).toBe(record.fencingToken + 1);
+      expect(third.holders.map((h) => h.fencingToken)).toEqual([first!.fencingToken, second!.fencingToken, third.fencingToken]);
       await refusedUnchanged(await store.grant(grantOf(key, third)), key, third);
+      // Concurrent grants for the last free slots: as many succeed as there are slots, with distinct tokens.
+      expect(await store.release(key, tokens[0]!, LEASE)).toBe(true);
+      expect(await store.release(key, tokens[1]!, LEASE)).toBe(true);
+      const racing = await Promise.all(Array.from({ length: 5 }, () => store.grant(grantOf(key, third))));
+      const won = racing.filter((r) => r.ok);
+      expect(won).toHaveLength(2);
+      const final = (await store.read(key))!;
+      expect(final.count).toBe(3);
+      expect(new Set(final.holders.map((h) => h.fencingToken)).size).toBe(3);
+      expect(final.fencingToken).toBe(third.fencingToken + 2);
+    });
+
+    it('a grant on a missing item is refused (no item is created but by `create`)', async () => {
+      const key = newKey();
+      const result = await store.grant(grantOf(key, undefined, { create: false }));
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.current).toBeUndefined();
+      expect(await store.read(key)).toBeUndefined();
     });
 
     it('a ticket in line: tail moves on, a retry of the same token takes no second ticket, and no free grant jumps ahead', async () => {
