@@ -29,7 +29,7 @@ function semaphoreSuite(name: string, setup: () => Managers): void {
       await Promise.all(
         managers.flatMap((manager, m) =>
           [0, 1].map(async (c) => {
-            for (let i = 0; i < 4; i++) {
+            for (let i = 0; i < 3; i++) {
               await manager.withLock(
                 key,
                 async (lock) => {
@@ -47,11 +47,11 @@ function semaphoreSuite(name: string, setup: () => Managers): void {
         ),
       );
       expect(most).toBeLessThanOrEqual(3);
-      expect(tokens).toHaveLength(32);
-      // Granted one at a time by conditional writes on one counter: unique, and in grant order.
-      expect(new Set(tokens).size).toBe(32);
-      expect([...turns.values()]).toEqual(Array(8).fill(4));
-    });
+      expect(tokens).toHaveLength(24);
+      // Every grant raises one counter in its conditional write: unique tokens.
+      expect(new Set(tokens).size).toBe(24);
+      expect([...turns.values()]).toEqual(Array(8).fill(3));
+    }, 60_000);
 
     it('lets `limit` holders in at once, each at its first write, and no more', async () => {
       const managers = setup()(4);

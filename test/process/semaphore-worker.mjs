@@ -40,7 +40,7 @@ const options = { limit: config.limit, leaseDuration: config.leaseMs, wait: '120
 async function loop() {
   if (config.waitForGo) {
     // Warmed up (SDK loaded, connection open), then all start together on the parent's word.
-    await manager.inspect(config.key);
+    await manager.inspect(config.key).catch(() => undefined);
     const go = new Promise((resolve) => process.once('message', resolve));
     await send('ready');
     await go;
