@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
 import type { Lock } from '../../core/lock';
-import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELEASE_FAILED } from '../cli.messages';
+import { CANNOT_RUN, errorText, LIMIT_WITH_DATA, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELEASE_FAILED } from '../cli.messages';
+import { UsageError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
 import { childExitCode, ExitCode } from '../exit-codes';
 import { type ChildOutcome, SupervisedChild } from '../exec/supervised-child';
-import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions, parseDurationOption } from '../options';
+import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions, parseDurationOption, parseLimitOption } from '../options';
 import type { Session } from '../session';
 import { onSignals } from '../signals';
 import { interruptReason, waitForLock } from '../wait-for-lock';
@@ -20,12 +21,17 @@ Examples:
   $ dynamo-lock exec nightly-report --no-wait -- node report.js || echo "another run is busy"
   $ dynamo-lock exec migrations --wait 10m --lease-duration 1m -- npm run migrate
   $ dynamo-lock exec backup -- sh -c 'pg_dump mydb | gzip > backup.sql.gz'
+  $ dynamo-lock exec encoder --limit 3 -- ./encode.sh video.mp4     # at most 3 at once, fleet-wide
+
+With --limit n, NAME is a counting semaphore: up to n commands (on any host) run at once, each
+with its own fencing token; the others wait in line, in the order they came.
 
 Exit status: COMMAND's own (128 + N if signal N ended it), 1 if the lock stayed busy,
 3 if the lock was lost while COMMAND ran, 127 if COMMAND was not found.`;
 
 interface ExecOptions extends AcquireCommandOptions {
   killAfter: string;
+  limit?: string;
 }
 
 /** `exec NAME -- COMMAND...`: runs a command while holding the lock. */
@@ -36,6 +42,7 @@ export function registerExec(program: Command, runner: CommandRunner): void {
     .argument('<name>', 'lock name')
     .argument('<command...>', 'the command and its arguments, after "--"');
   addAcquireOptions(command, '30s', 'lease, renewed every third of it while COMMAND runs; others take over this long after a crash')
+    .option('--limit <n>', 'a counting semaphore: run while fewer than n commands hold NAME (1 to 32; the same n everywhere)')
     .option('--kill-after <duration>', 'after the lock is lost: how long COMMAND has between SIGTERM and SIGKILL', '10s')
     .addHelpText('after', EXAMPLES)
     .action((name: string, argv: string[], options: ExecOptions, cmd: Command) =>
@@ -45,6 +52,8 @@ export function registerExec(program: Command, runner: CommandRunner): void {
 
 async function exec(session: Session, name: string, argv: readonly string[], options: ExecOptions): Promise<number> {
   const { leaseMs, wait, data } = parseAcquireOptions(options);
+  const limit = parseLimitOption(options.limit);
+  if (limit !== undefined && data !== undefined) throw new UsageError(LIMIT_WITH_DATA());
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
   const [commandName, ...args] = argv;
 
@@ -56,7 +65,7 @@ async function exec(session: Session, name: string, argv: readonly string[], opt
     else interrupt.abort(interruptReason(name, signal));
   });
   try {
-    const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: true, signal: interrupt.signal });
+    const lock = await waitForLock(session, { name, wait, leaseMs, data, limit, heartbeat: true, signal: interrupt.signal });
     child = new SupervisedChild(commandName, args);
     const running = child;
     let lost = false;
