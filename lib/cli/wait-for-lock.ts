@@ -52,7 +52,8 @@ export async function waitForLock(session: Session, request: LockRequest): Promi
   } catch (error) {
     if (error instanceof LockBusyError) {
       const waited = willWait ? error.waitedMs : undefined;
-      if (request.limit !== undefined) throw new CliError(SEMAPHORE_BUSY(request.name, request.limit, waited), ExitCode.busy, { cause: error });
+      if (request.limit !== undefined)
+        throw new CliError(SEMAPHORE_BUSY(request.name, request.limit, waited), ExitCode.busy, { cause: error });
       throw new CliError(LOCK_BUSY(request.name, error.holder?.owner, error.holder?.fencingToken, waited), ExitCode.busy, { cause: error });
     }
     throw error;

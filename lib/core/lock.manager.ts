@@ -1,6 +1,15 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../errors/lock.errors';
-import { KEY_IS_MUTEX, KEY_TOO_LONG, KEY_IS_SEMAPHORE, LEASE_ID_INVALID, MANAGER_CLOSED, NOT_HELD_FOR_EXTEND, RELEASE_FAILED, RELEASED_AT_SHUTDOWN } from '../errors/lock.messages';
+import {
+  KEY_IS_MUTEX,
+  KEY_TOO_LONG,
+  KEY_IS_SEMAPHORE,
+  LEASE_ID_INVALID,
+  MANAGER_CLOSED,
+  NOT_HELD_FOR_EXTEND,
+  RELEASE_FAILED,
+  RELEASED_AT_SHUTDOWN,
+} from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';

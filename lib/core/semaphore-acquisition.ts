@@ -106,7 +106,10 @@ export class SemaphoreAcquisition {
         if (this.single || monotonicNow() + this.retryMs >= this.waiter.deadline) throw this.deadlineError();
         const delayMs = jitter(this.retryMs);
         this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, delayMs));
-        this.host.emit({ type: 'retry', key: this.waiter.key, owner: this.waiter.owner, operation: 'acquire', error, delayMs }, this.waiter.trace);
+        this.host.emit(
+          { type: 'retry', key: this.waiter.key, owner: this.waiter.owner, operation: 'acquire', error, delayMs },
+          this.waiter.trace,
+        );
         await sleep(delayMs, this.waiter.cancel.signal);
         this.retryMs = nextRetryMs(this.retryMs);
       }

@@ -192,7 +192,7 @@ export class Semaphores {
       updatedAt: new Date(h.updatedAt),
       leaseDuration: h.leaseMs,
     }));
-    return { ...holders[holders.length - 1]!, limit: record.limit, holders, waiting: semaphoreWaiting(record) };
+    return { ...holders[holders.length - 1], limit: record.limit, holders, waiting: semaphoreWaiting(record) };
   }
 
   /** At shutdown: settles waiting callers with `error`, releases every slot held, stops the heartbeat timer. */

@@ -37,7 +37,17 @@ export class MemorySemaphoreStore implements SemaphoreStorePort {
     if (w.create) {
       if (this.items.has(w.key)) return this.failed(w.key);
       const base = now * 1000;
-      return this.store({ key: w.key, limit: w.limit, count: 1, fencingToken: base, head: base, tail: base, gone: [], holders: [holderWith(base)], updatedAt: now });
+      return this.store({
+        key: w.key,
+        limit: w.limit,
+        count: 1,
+        fencingToken: base,
+        head: base,
+        tail: base,
+        gone: [],
+        holders: [holderWith(base)],
+        updatedAt: now,
+      });
     }
     return this.update(w.key, (item) => {
       if (item.limit !== w.limit || item.count >= w.limit) return undefined;
@@ -53,7 +63,15 @@ export class MemorySemaphoreStore implements SemaphoreStorePort {
         head = ticket + 1;
       }
       const fence = item.fencingToken + 1;
-      return { ...item, head, gone, count: item.count + 1, fencingToken: fence, holders: [...item.holders, holderWith(fence)], updatedAt: now };
+      return {
+        ...item,
+        head,
+        gone,
+        count: item.count + 1,
+        fencingToken: fence,
+        holders: [...item.holders, holderWith(fence)],
+        updatedAt: now,
+      };
     });
   }
 
@@ -97,7 +115,14 @@ export class MemorySemaphoreStore implements SemaphoreStorePort {
     const result = this.update(key, (item) => {
       if (!item.holders.some((h) => h.token === token)) return undefined;
       const lastHoldMs = heldMs === undefined ? item.lastHoldMs : Math.max(0, Math.round(heldMs));
-      return { ...item, holders: item.holders.filter((h) => h.token !== token), count: item.count - 1, released: token, lastHoldMs, updatedAt: Date.now() };
+      return {
+        ...item,
+        holders: item.holders.filter((h) => h.token !== token),
+        count: item.count - 1,
+        released: token,
+        lastHoldMs,
+        updatedAt: Date.now(),
+      };
     });
     return result.ok || result.current?.released === token;
   }

@@ -84,7 +84,13 @@ export class SemaphoreStore implements SemaphoreStorePort {
       );
     }
     values[':holder'] = holder;
-    const set = ['#count = #count + :one', '#fence = #fence + :one', '#fences.#tok = #fence + :one', '#holders.#tok = :holder', '#updatedAt = :now'];
+    const set = [
+      '#count = #count + :one',
+      '#fence = #fence + :one',
+      '#fences.#tok = #fence + :one',
+      '#holders.#tok = :holder',
+      '#updatedAt = :now',
+    ];
     const conditions = ['#limit = :limit', '#count < :limit', 'attribute_not_exists(#holders.#tok)'];
     const del: string[] = [];
     if (!write.line) conditions.push('#head = #tail');
@@ -177,7 +183,14 @@ export class SemaphoreStore implements SemaphoreStorePort {
       values[':held'] = { N: String(Math.max(0, Math.round(heldMs))) };
     }
     const result = await this.update(
-      { key, set, remove: ['#holders.#tok', '#fences.#tok'], condition: 'attribute_exists(#holders.#tok)', values, tokens: { '#tok': token } },
+      {
+        key,
+        set,
+        remove: ['#holders.#tok', '#fences.#tok'],
+        condition: 'attribute_exists(#holders.#tok)',
+        values,
+        tokens: { '#tok': token },
+      },
       leaseMs,
       now,
     );
@@ -256,14 +269,18 @@ export class SemaphoreStore implements SemaphoreStorePort {
   }
 
   /** Sends one request within the request limit; a deleted table becomes a `LockTableError`. */
-  private async send(operation: string, command: UpdateItemCommand | GetItemCommand): Promise<UpdateItemCommandOutput | GetItemCommandOutput> {
+  private async send(
+    operation: string,
+    command: UpdateItemCommand | GetItemCommand,
+  ): Promise<UpdateItemCommandOutput | GetItemCommandOutput> {
     const { tableName, requestTimeoutMs } = this.options;
     try {
       return await sendWithinLimit(this.client, command, requestTimeoutMs, (lastAttempt) =>
         REQUEST_TIMED_OUT(operation, tableName, requestTimeoutMs ?? 0, lastAttempt),
       );
     } catch (error) {
-      if (error instanceof Error && error.name === 'ResourceNotFoundException') throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
+      if (error instanceof Error && error.name === 'ResourceNotFoundException')
+        throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
       throw error;
     }
   }

@@ -6,7 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockBusyError, LockConfigurationError, LockLostError, LockManager, LockValidationError, MemoryLockStore, type Lock } from '../../lib';
+import {
+  LockBusyError,
+  LockConfigurationError,
+  LockLostError,
+  LockManager,
+  LockValidationError,
+  MemoryLockStore,
+  type Lock,
+} from '../../lib';
 import { countRequests } from '../support/request-counter';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
@@ -184,17 +192,24 @@ describeEachServer('semaphore', (server) => {
     fixture = await new LockFixture(server).setup();
   });
   afterAll(() => fixture.close());
-  semaphoreSuite(server.name, () => (n) => Array.from({ length: n }, (_, i) => fixture.manager({ ownerName: `instance-${i}`, maxPollInterval: 200 })));
+  semaphoreSuite(
+    server.name,
+    () => (n) => Array.from({ length: n }, (_, i) => fixture.manager({ ownerName: `instance-${i}`, maxPollInterval: 200 })),
+  );
 
   it('rejects a bad limit (0, negative, fractional, over 32, not a number) or data with a limit before any request', async () => {
     const manager = fixture.manager();
     const requests = countRequests(manager.client);
     for (const limit of [0, -1, 1.5, 33, Number.NaN, '3']) {
-      await expect(manager.acquire('bad-limit', { limit: limit as number })).rejects.toThrow(/option "limit" must be a whole number from 1 to 32/);
+      await expect(manager.acquire('bad-limit', { limit: limit as number })).rejects.toThrow(
+        /option "limit" must be a whole number from 1 to 32/,
+      );
       await expect(manager.tryAcquire('bad-limit', { limit: limit as number })).rejects.toBeInstanceOf(LockValidationError);
       await expect(manager.withLock('bad-limit', () => undefined, { limit: limit as number })).rejects.toBeInstanceOf(LockValidationError);
     }
-    await expect(manager.acquire('bad-limit', { limit: 2, data: { a: 1 } })).rejects.toThrow(/"data" cannot be stored with a semaphore slot/);
+    await expect(manager.acquire('bad-limit', { limit: 2, data: { a: 1 } })).rejects.toThrow(
+      /"data" cannot be stored with a semaphore slot/,
+    );
     expect(requests.total()).toBe(0);
   });
 });
@@ -205,7 +220,11 @@ describe('semaphore [memory store]', () => {
   semaphoreSuite('memory', () => {
     const store = new MemoryLockStore();
     return (n) => {
-      const created = Array.from({ length: n }, (_, i) => new LockManager({ store, verifyTable: false, ownerName: `instance-${i}`, maxPollInterval: 200, logger: new MemoryLogger() }));
+      const created = Array.from(
+        { length: n },
+        (_, i) =>
+          new LockManager({ store, verifyTable: false, ownerName: `instance-${i}`, maxPollInterval: 200, logger: new MemoryLogger() }),
+      );
       managers.push(...created);
       return created;
     };

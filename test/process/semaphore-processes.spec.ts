@@ -50,7 +50,10 @@ class Worker {
   /** The first report of `type`, now or later; rejects on an `error` report or after `timeoutMs`. */
   next(type: string, timeoutMs: number): Promise<Report> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => done(() => reject(new Error(`no '${type}' within ${timeoutMs} ms: ${JSON.stringify(this.reports)}`))), timeoutMs);
+      const timer = setTimeout(
+        () => done(() => reject(new Error(`no '${type}' within ${timeoutMs} ms: ${JSON.stringify(this.reports)}`))),
+        timeoutMs,
+      );
       const done = (outcome: () => void) => {
         clearTimeout(timer);
         this.waiting.delete(check);

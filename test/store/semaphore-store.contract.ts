@@ -141,7 +141,11 @@ export function semaphoreStoreContract(name: string, makeStore: () => Promise<Se
       const tickets: number[] = [];
       for (let i = 0; i < 3; i++) tickets.push(okRecord(await store.enqueue(key, LIMIT, tok())).tail - 1);
       let record = (await store.read(key))!;
-      await refusedUnchanged(await store.grant(grantOf(key, record, { line: { ticket: tickets[1]!, seenHead: record.head } })), key, record);
+      await refusedUnchanged(
+        await store.grant(grantOf(key, record, { line: { ticket: tickets[1]!, seenHead: record.head } })),
+        key,
+        record,
+      );
       record = okRecord(await store.abandon(key, tickets[0]!));
       expect(record.gone).toEqual([tickets[0]]);
       record = okRecord(await store.grant(grantOf(key, record, { line: { ticket: tickets[1]!, seenHead: record.head } })));
