@@ -71,6 +71,9 @@ export class SemaphoreAcquisition {
   private retryMs = RETRY_MIN_MS;
   private streak = 0;
   private lastState = '';
+  /** The last answer that showed the line, to measure its pace from (ms per ticket admitted). */
+  private paceFrom: { head: number; at: number } | undefined;
+  private paceMs: number | undefined;
   private readonly single: boolean;
 
   constructor(
@@ -126,8 +129,8 @@ export class SemaphoreAcquisition {
         this.blindTried = true;
         return this.grant(record, false);
       }
-      // Seen full or with a line before: a waiting caller takes its ticket at once (the answer tells the rest).
-      if (!this.single && this.ticket === undefined && record && record.limit === this.limit && !looksFree(record, this.limit)) {
+      // Seen with a line before: a waiting caller takes its ticket at once (the answer tells the rest).
+      if (!this.single && this.ticket === undefined && record?.limit === this.limit && firstLiveTicket(record) !== undefined) {
         return void (await this.enqueue());
       }
       return void (await this.read());
@@ -165,6 +168,7 @@ export class SemaphoreAcquisition {
     this.current = record;
     this.fresh = fresh;
     if (record) this.host.remember(record);
+    if (record && fresh) this.measurePace(record);
     const state = record ? `${record.head}/${record.count}/${record.fencingToken}` : '';
     this.streak = state === this.lastState ? this.streak + 1 : 0;
     this.lastState = state;
@@ -266,14 +270,34 @@ export class SemaphoreAcquisition {
     return now - seen.at >= SEMAPHORE_CLAIM_MS || record.gone.includes(record.head);
   }
 
-  /** When to read next: when enough slots should have been released for this caller's turn, sooner at the head. */
+  /**
+   * The line's pace: the fastest time per ticket admitted between two of this acquisition's answers
+   * (the fastest, so that a line slowed by late readers does not slow its readers further).
+   */
+  private measurePace(record: SemaphoreRecord): void {
+    const now = monotonicNow();
+    const from = this.paceFrom;
+    this.paceFrom = { head: record.head, at: now };
+    if (!from || record.head <= from.head) return;
+    const sample = (now - from.at) / (record.head - from.head);
+    this.paceMs = Math.min(this.paceMs ?? sample, sample);
+  }
+
+  /**
+   * When to read next: when enough slots should have been released for this caller's turn (by
+   * how long holders keep theirs, and by the pace the line was seen moving), sooner at the head.
+   */
   private pollDelay(record: SemaphoreRecord): number {
     const ticket = this.ticket ?? record.tail;
     let ahead = 0;
     for (let t = record.head; t < ticket; t++) if (!record.gone.includes(t)) ahead++;
     const releasesNeeded = Math.max(0, ahead + 1 - (this.limit - record.count));
     const holdMs = record.lastHoldMs ?? this.host.history.holdEstimate(this.waiter.storedKey);
-    const estimate = holdMs === undefined ? 0 : (releasesNeeded * holdMs) / this.limit;
+    // The last `limit` releases before this caller's turn are awaited at the rate slots turn over
+    // (never late); further back, at the line's pace when it is slower.
+    const perRelease = holdMs === undefined ? 0 : holdMs / this.limit;
+    const far = Math.max(0, releasesNeeded - this.limit);
+    const estimate = far * Math.max(perRelease, this.paceMs ?? 0) + Math.min(releasesNeeded, this.limit) * perRelease;
     const growth = POLL_MIN_MS * POLL_GROWTH ** Math.min(this.streak, 30);
     const cap = ahead === 0 ? Math.min(this.host.options.maxPollMs, SEMAPHORE_CLAIM_MS / 3) : this.host.options.maxPollMs;
     return jitter(Math.min(cap, Math.max(POLL_MIN_MS, estimate, growth)), 0.1);
