@@ -26,7 +26,9 @@ const OVERLAP_SLACK_MS = 2;
 
 export async function run(ctx, { rows, processes, settleMs }) {
   const out = { settleMs, processes, rows: [] };
-  const pool = Array.from({ length: processes }, (_, index) => forkWorker(import.meta.url, { role: 'semaphore', endpoint: ctx.proxy.endpoint, index }));
+  const pool = Array.from({ length: processes }, (_, index) =>
+    forkWorker(import.meta.url, { role: 'semaphore', endpoint: ctx.proxy.endpoint, index }),
+  );
   try {
     for (const row of rows) {
       const t0 = wall();
@@ -58,7 +60,9 @@ async function measureRow(ctx, workers, { n, limit, holdMs, windowMs }, settleMs
   await sleepUntil(endAt);
   const [countsAfter, capAfter] = await Promise.all([ctx.proxy.counts(), ctx.proxy.capacity()]);
   const reports = await Promise.all(workers.map((w) => w.next('done', 120_000)));
-  const all = reports.flatMap((r, p) => r.grants.map(([i, grantedAt, releasedAt, token]) => ({ who: `${p}:${i}`, grantedAt, releasedAt, token })));
+  const all = reports.flatMap((r, p) =>
+    r.grants.map(([i, grantedAt, releasedAt, token]) => ({ who: `${p}:${i}`, grantedAt, releasedAt, token })),
+  );
   const inWindow = all.filter((g) => g.grantedAt >= measureFrom && g.grantedAt <= endAt).sort((a, b) => a.grantedAt - b.grantedAt);
   const acquisitions = inWindow.length;
   const perParticipant = new Map();
