@@ -16,6 +16,8 @@ import type { Waiter } from './lock-state';
 const POLL_MIN_MS = 5;
 /** Growth of the pause while nothing moves. */
 const POLL_GROWTH = 1.5;
+/** While nothing moves, a waiter reads at least once per this many slot turnovers (hold / limit). */
+const OVERDUE_TURNOVERS = 4;
 /**
  * How long the waiter at the head of the line may stay silent while a slot is free before the
  * waiters behind pass it. The head reads at least three times in that span.
@@ -298,7 +300,10 @@ export class SemaphoreAcquisition {
     const perRelease = holdMs === undefined ? 0 : holdMs / this.limit;
     const far = Math.max(0, releasesNeeded - this.limit);
     const estimate = far * Math.max(perRelease, this.paceMs ?? 0) + Math.min(releasesNeeded, this.limit) * perRelease;
-    const growth = POLL_MIN_MS * POLL_GROWTH ** Math.min(this.streak, 30);
+    // Nothing moved since the last read: back off, but not past a few slot turnovers when the
+    // hold time is known (a slower reader would leave freed slots idle, which slows the line more).
+    const backoff = POLL_MIN_MS * POLL_GROWTH ** Math.min(this.streak, 30);
+    const growth = holdMs === undefined ? backoff : Math.min(backoff, Math.max(POLL_MIN_MS, OVERDUE_TURNOVERS * perRelease));
     const cap = ahead === 0 ? Math.min(this.host.options.maxPollMs, SEMAPHORE_CLAIM_MS / 3) : this.host.options.maxPollMs;
     return jitter(Math.min(cap, Math.max(POLL_MIN_MS, estimate, growth)), 0.1);
   }

@@ -1,29 +1,14 @@
-import {
-  type AttributeValue,
-  type DynamoDBClient,
-  GetItemCommand,
-  type GetItemCommandOutput,
-  UpdateItemCommand,
-  type UpdateItemCommandOutput,
-} from '@aws-sdk/client-dynamodb';
-import { LockTableError } from '../errors/lock.errors';
-import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../errors/lock.messages';
+import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { randomToken } from '../utils/random-token';
 import type { LockStoreOptions } from './lock.store';
 import { SEM_ATTR, SEM_ATTRIBUTE_NAMES, SEM_HOLDER, type SemaphoreRecord, toSemaphoreRecord } from './semaphore-record';
 import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from './semaphore-store.protocol';
-import { sendWithinLimit } from './timed-request';
-import { isConditionFailure } from './transient-error';
+import { readItem, type UpdateParts, updateItem } from './item-requests';
 
 /** One UpdateItem on a semaphore item, before attribute names are picked. */
-interface Update {
+interface Update extends UpdateParts {
   key: string;
-  set: string[];
-  remove?: string[];
-  add?: string[];
-  del?: string[];
   condition: string;
-  values: Record<string, AttributeValue>;
   /** Placeholders of holder tokens used as map keys (`#tok` → the token). */
   tokens?: Record<string, string>;
 }
@@ -217,76 +202,21 @@ export class SemaphoreStore implements SemaphoreStorePort {
 
   /** Strongly consistent read of one semaphore item. */
   async read(key: string): Promise<SemaphoreRecord | undefined> {
-    const output = (await this.send(
-      'GetItem',
-      new GetItemCommand({ TableName: this.options.tableName, Key: { [SEM_ATTR.key]: { S: key } }, ConsistentRead: true }),
-    )) as GetItemCommandOutput;
-    return output.Item ? toSemaphoreRecord(output.Item) : undefined;
+    const item = await readItem(this.client, this.options, key);
+    return item ? toSemaphoreRecord(item) : undefined;
   }
 
-  /** Sends one conditional UpdateItem; with a lease, refreshes the TTL attribute as the lock store does. */
+  /** Sends one conditional UpdateItem (the TTL refreshed for a write with a lease), answered with the item as written. */
   private async update(update: Update, ttlLeaseMs: number | undefined, now = Date.now()): Promise<SemaphoreWriteResult> {
-    const set = [...update.set];
-    const remove = [...(update.remove ?? [])];
-    const values = { ...update.values };
-    if (ttlLeaseMs !== undefined) {
-      if (this.options.ttlDays <= 0) remove.push('#ttl');
-      else {
-        const keepMs = Math.max(this.options.ttlDays * 86_400_000, 2 * ttlLeaseMs);
-        values[':ttl'] = { N: String(Math.ceil((now + keepMs) / 1000)) };
-        set.push('#ttl = :ttl');
-      }
-    }
-    const expression = [
-      set.length ? `SET ${set.join(', ')}` : '',
-      remove.length ? `REMOVE ${remove.join(', ')}` : '',
-      update.add?.length ? `ADD ${update.add.join(', ')}` : '',
-      update.del?.length ? `DELETE ${update.del.join(', ')}` : '',
-    ]
-      .filter(Boolean)
-      .join(' ');
-    const text = `${expression} ${update.condition}`;
-    const names = { ...pick(SEM_ATTRIBUTE_NAMES, text), ...update.tokens };
-    try {
-      const output = (await this.send(
-        'UpdateItem',
-        new UpdateItemCommand({
-          TableName: this.options.tableName,
-          Key: { [SEM_ATTR.key]: { S: update.key } },
-          UpdateExpression: expression,
-          ConditionExpression: update.condition,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      )) as UpdateItemCommandOutput;
-      return { ok: true, record: toSemaphoreRecord(output.Attributes ?? { [SEM_ATTR.key]: { S: update.key } }) };
-    } catch (error) {
-      if (isConditionFailure(error)) return { ok: false, current: error.Item ? toSemaphoreRecord(error.Item) : undefined };
-      throw error;
-    }
+    const { tokens, ...rest } = update;
+    const result = await updateItem(
+      this.client,
+      this.options,
+      { ...rest, names: SEM_ATTRIBUTE_NAMES, exactNames: tokens, returnNew: true },
+      ttlLeaseMs,
+      now,
+    );
+    if (result.ok) return { ok: true, record: toSemaphoreRecord(result.item ?? { [SEM_ATTR.key]: { S: update.key } }) };
+    return { ok: false, current: result.item ? toSemaphoreRecord(result.item) : undefined };
   }
-
-  /** Sends one request within the request limit; a deleted table becomes a `LockTableError`. */
-  private async send(
-    operation: string,
-    command: UpdateItemCommand | GetItemCommand,
-  ): Promise<UpdateItemCommandOutput | GetItemCommandOutput> {
-    const { tableName, requestTimeoutMs } = this.options;
-    try {
-      return await sendWithinLimit(this.client, command, requestTimeoutMs, (lastAttempt) =>
-        REQUEST_TIMED_OUT(operation, tableName, requestTimeoutMs ?? 0, lastAttempt),
-      );
-    } catch (error) {
-      if (error instanceof Error && error.name === 'ResourceNotFoundException')
-        throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
-      throw error;
-    }
-  }
-}
-
-/** The attribute-name placeholders an expression uses (DynamoDB rejects unused ones). */
-function pick(names: Record<string, string>, expression: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(names).filter(([alias]) => new RegExp(`${alias}\\b`).test(expression)));
 }

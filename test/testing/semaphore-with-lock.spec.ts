@@ -29,7 +29,7 @@ class EncoderService {
   }
 
   @WithLock('report', { limit: 1, onBusy: 'skip' })
-  async report(ms: number): Promise<string> {
+  async report(ms: number): Promise<string | undefined> {
     await sleep(ms);
     return 'done';
   }
