@@ -29,7 +29,7 @@ export interface SemaphoreAcquisitionHost {
   readonly store: SemaphoreStorePort;
   /** Versions of holders and of the line's head as first seen, per key, across calls; hold times. */
   readonly history: KeyHistory;
-  readonly options: { readonly logger: LockLogger; readonly maxPollMs: number };
+  readonly options: { readonly logger: LockLogger; readonly maxPollMs: number; readonly requestTimeoutMs: number };
   /** The last item this process saw per key (a first write may try it before reading). */
   lastSeen(storedKey: string): SemaphoreRecord | undefined;
   remember(record: SemaphoreRecord): void;
@@ -343,7 +343,7 @@ export class SemaphoreAcquisition {
       LOCK_UNAVAILABLE(waiter.key, this.single ? undefined : waited, cause),
       waiter.key,
       waited,
-      0,
+      this.host.options.requestTimeoutMs,
       cause === undefined ? undefined : { cause },
     );
   }
