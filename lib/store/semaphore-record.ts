@@ -64,9 +64,10 @@ export const SEM_ATTRIBUTE_NAMES: Record<string, string> = {
 export const SEMAPHORE_KEY_SUFFIX = '\u001fsemaphore';
 
 /**
- * Largest `limit` of a semaphore. The item holds one entry per holder (about 150 bytes with the
- * default owner name), so at this limit a full item stays near 5 KB: a write is billed at most
- * 5 write units and a strongly consistent read 2 read units; at `limit: 3`, one each.
+ * Largest `limit` of a semaphore. The item holds one entry per holder (about 150 bytes plus its
+ * owner name), so at this limit a full item is about 5 KB (4.9 KB with 8-character owner names):
+ * a write is billed 5 write units (6 with owner names of 30 characters or more) and a strongly
+ * consistent read 2 read units; at `limit: 3`, one each.
  */
 export const MAX_SEMAPHORE_LIMIT = 32;
 
