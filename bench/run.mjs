@@ -23,6 +23,7 @@ import * as takeover from './scenarios/takeover.mjs';
 import * as scale from './scenarios/scale.mjs';
 import * as waiting from './scenarios/waiting.mjs';
 import * as leadership from './scenarios/leadership.mjs';
+import * as semaphore from './scenarios/semaphore.mjs';
 import { machineAndVersions } from './report/environment.mjs';
 import { docsPage, scenarioTables } from './report/markdown.mjs';
 import { chartSvg } from './report/svg.mjs';
@@ -68,6 +69,15 @@ const MODES = {
       deadWaiters: { trials: 1, k: 3, leaseMs: 1_000, enqueueMs: 250 },
     },
     leadership: { windowMs: 4_000, leaseMs: 2_000, watchMs: 667 },
+    semaphore: {
+      processes: 4,
+      settleMs: 500,
+      rows: [
+        { n: 1, limit: 3, holdMs: 20, windowMs: 1_000 },
+        { n: 12, limit: 3, holdMs: 20, windowMs: 2_000 },
+        { n: 32, limit: 32, holdMs: 200, windowMs: 2_000 },
+      ],
+    },
   },
   full: {
     uncontended: { rounds: 5, cycles: 100 },
@@ -100,9 +110,20 @@ const MODES = {
       deadWaiters: { trials: 3, k: 3, leaseMs: 1_000 },
     },
     leadership: { windowMs: 30_000, leaseMs: 2_000, watchMs: 667 },
+    semaphore: {
+      processes: 4,
+      settleMs: 2_000,
+      rows: [
+        { n: 1, limit: 3, holdMs: 20, windowMs: 5_000 },
+        { n: 12, limit: 3, holdMs: 20, windowMs: 10_000 },
+        { n: 12, limit: 3, holdMs: 1_000, windowMs: 20_000 },
+        { n: 64, limit: 8, holdMs: 200, windowMs: 20_000 },
+        { n: 32, limit: 32, holdMs: 200, windowMs: 10_000 },
+      ],
+    },
   },
 };
-const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership };
+const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership, semaphore };
 
 /**
  * What a scenario runs with: `--only=waiting` also runs the cross-process 20 ms hold, and

@@ -266,6 +266,7 @@ export function scenarioTables(report) {
       ),
     );
   }
+  if (results.semaphore) out.push(semaphoreTable(results.semaphore));
   return { markdown: out.join('\n'), checks };
 }
 
@@ -499,4 +500,26 @@ process plumbing), \`bench/report/\` (tables, this page, the chart).
   carries over. DynamoDB itself has RTTs of several milliseconds, which makes polling relatively cheaper in requests
   per second but not in requests per acquisition.
 `;
+}
+
+/** Scenario 8: counting semaphores, one row per participants × limit × hold. */
+function semaphoreTable(r) {
+  const cell = (v) => (v == null ? '–' : String(v));
+  const head =
+    '| participants | limit | hold | acquisitions/s | WCU / acquisition | RCU / acquisition | failed writes / acquisition | smallest share | most inside | largest item | duplicate tokens |';
+  const rows = r.rows.map(
+    (x) =>
+      `| ${x.n} (${x.processes} proc.) | ${x.limit} | ${x.holdMs} ms | ${cell(x.perSecond)} | ${cell(x.wcuPerAcquisition)} | ${cell(x.rcuPerAcquisition)} | ${cell(x.failedWritesPerAcquisition)} | ${cell(x.minShare)} | ${x.mostInside} | ${x.maxItemBytes} B | ${x.duplicateTokens} |`,
+  );
+  const source = r.rows[0]?.capacitySource;
+  return [
+    '### 9. Counting semaphore (`acquire(key, { limit })`)',
+    '',
+    `N participants (separate managers over up to ${r.processes} processes) loop acquire → hold → release on one key; counted from ${r.settleMs} ms after the start. Capacity as billed (writes: ${source?.writes ?? '–'}; reads: ${source?.reads ?? '–'}), failed conditional writes included; smallest share = the participant with the fewest grants / the mean; most inside from grant → release intervals (2 ms clock slack).`,
+    '',
+    head,
+    `|${'---|'.repeat(11)}`,
+    ...rows,
+    '',
+  ].join('\n');
 }

@@ -42,6 +42,15 @@ export const INVALID_ENDPOINT = (endpoint: string) =>
 export const INVALID_SETTING = (detail: string) =>
   `invalid setting: ${detail} (check --table, --owner, --key-prefix and DYNAMO_LOCK_TABLE, DYNAMO_LOCK_OWNER, DYNAMO_LOCK_KEY_PREFIX).`;
 
+export const INVALID_LIMIT = (value: string, max: number) =>
+  `--limit: ${quote(value)} is not a whole number from 1 to ${max} (the most commands holding the lock at once, across hosts).`;
+
+export const LIMIT_WITH_DATA = () => `--data cannot be used with --limit: a semaphore slot stores no data.`;
+
+export const SEMAPHORE_BUSY = (name: string, limit: number, waitedMs: number | undefined) =>
+  `all ${limit} slot${limit === 1 ? '' : 's'} of ${quote(name)} are taken or callers wait ahead; ` +
+  (waitedMs === undefined ? `not waiting (--no-wait).` : `gave up after waiting ${formatDuration(waitedMs)}.`);
+
 /** Appended to commander's own usage errors, which already say what is wrong. */
 export const USAGE_HINT = () => `(see ${PROGRAM} --help)`;
 

@@ -8,8 +8,10 @@ import {
   DURATION_ZERO,
   INVALID_DURATION,
   INVALID_JSON,
+  INVALID_LIMIT,
   WAIT_ZERO,
 } from './cli.messages';
+import { MAX_SEMAPHORE_LIMIT } from '../store/semaphore-record';
 import { UsageError } from './cli.errors';
 
 /** Options shared by the commands that acquire a lock. */
@@ -44,6 +46,19 @@ export function parseAcquireOptions(options: AcquireCommandOptions): { leaseMs: 
     wait: parseWaitOption(options.wait),
     data: parseDataOption(options.data),
   };
+}
+
+/**
+ * Parses `--limit` (`exec` on a counting semaphore): a whole number from 1 to the library's maximum.
+ * @throws UsageError otherwise.
+ */
+export function parseLimitOption(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const limit = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || !Number.isInteger(limit) || limit < 1 || limit > MAX_SEMAPHORE_LIMIT) {
+    throw new UsageError(INVALID_LIMIT(value, MAX_SEMAPHORE_LIMIT));
+  }
+  return limit;
 }
 
 /** `--json`. */

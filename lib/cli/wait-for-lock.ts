@@ -1,6 +1,6 @@
 import type { Lock } from '../core/lock';
 import { LockBusyError } from '../errors/lock.errors';
-import { ACQUIRING, INTERRUPTED, LOCK_BUSY } from './cli.messages';
+import { ACQUIRING, INTERRUPTED, LOCK_BUSY, SEMAPHORE_BUSY } from './cli.messages';
 import { CliError, InterruptedError } from './cli.errors';
 import { ExitCode, signalExitCode } from './exit-codes';
 import { WaitProgress } from './progress';
@@ -14,6 +14,8 @@ export interface LockRequest {
   wait: number | boolean;
   leaseMs: number;
   data: unknown;
+  /** A counting semaphore's limit (`exec --limit`); `undefined` for a mutex. */
+  limit?: number;
   /** Renew the lease in the background (`exec`), or leave that to `renew` (`acquire`). */
   heartbeat: boolean;
   /** Aborts the wait, with an {@link InterruptedError} as reason (see {@link interruptReason}). */
@@ -45,10 +47,13 @@ export async function waitForLock(session: Session, request: LockRequest): Promi
       data: request.data,
       heartbeat: request.heartbeat,
       signal: request.signal,
+      ...(request.limit === undefined ? {} : { limit: request.limit }),
     });
   } catch (error) {
     if (error instanceof LockBusyError) {
       const waited = willWait ? error.waitedMs : undefined;
+      if (request.limit !== undefined)
+        throw new CliError(SEMAPHORE_BUSY(request.name, request.limit, waited), ExitCode.busy, { cause: error });
       throw new CliError(LOCK_BUSY(request.name, error.holder?.owner, error.holder?.fencingToken, waited), ExitCode.busy, { cause: error });
     }
     throw error;

@@ -17,7 +17,8 @@ import type { HeldLease, Waiter } from './lock-state';
 /** What the lease keeper works with. */
 export interface LeaseKeeperDeps {
   readonly options: ResolvedLockOptions;
-  readonly store: LockStorePort;
+  /** Where leases are renewed: the lock store, or a semaphore's view of it (heartbeats and reads only). */
+  readonly store: Pick<LockStorePort, 'heartbeat' | 'read'>;
   readonly history: KeyHistory;
   readonly events: LockEvents;
   /** The callbacks the `Lock` handles it creates call. */

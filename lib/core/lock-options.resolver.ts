@@ -56,6 +56,7 @@ const ACQUIRE_OPTION_NAMES = Object.keys({
   leaseDuration: true,
   data: true,
   heartbeat: true,
+  limit: true,
 } satisfies Record<keyof AcquireOptions, true>);
 
 /**

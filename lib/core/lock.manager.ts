@@ -2,6 +2,9 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../errors/lock.errors';
 import {
   LEAD_CONFLICT,
+  KEY_IS_MUTEX,
+  KEY_TOO_LONG,
+  KEY_IS_SEMAPHORE,
   LEASE_ID_INVALID,
   MANAGER_CLOSED,
   NOT_HELD_FOR_EXTEND,
@@ -16,7 +19,7 @@ import { isHeld, type LockRecord } from '../store/lock-record';
 import { CLAIM_LEASE_MS } from '../store/lock-store.protocol';
 import type { LockStorePort } from '../store/lock-store.interface';
 import { type Duration, parseLease } from '../utils/duration';
-import { toStoredKey } from '../utils/lock-key.validation';
+import { MAX_KEY_BYTES, toStoredKey } from '../utils/lock-key.validation';
 import { KeyHistory } from './key-history';
 import { KeyQueues } from './key.queues';
 import { LeaseKeeper } from './lease.keeper';
@@ -32,6 +35,7 @@ import { KeyWatcher } from './key.watcher';
 import { type CampaignHost, LeaderCampaign } from '../leadership/leader-campaign';
 import { type LeadOptions, resolveLeadOptions } from '../leadership/lead-options';
 import { createLeadership, type Leadership } from '../leadership/leadership';
+import { checkSemaphoreOptions, semaphoreKeyOf, Semaphores } from './semaphores';
 
 /**
  * The lock engine, independent of Nest: acquisition and waiting, heartbeats, release, and
@@ -54,6 +58,7 @@ export class LockManager {
   private readonly keeper: LeaseKeeper;
   private readonly queues: KeyQueues;
   private readonly releaser: LockReleaser;
+  private readonly semaphores: Semaphores;
   private readonly context = new LockContext();
   /** Locks whose re-entrant scope ended before their release (see {@link endScope}). */
   private readonly scopesEnded = new WeakSet<Lock>();
@@ -116,6 +121,14 @@ export class LockManager {
         if (this.campaigns.get(storedKey)?.campaign === campaign) this.campaigns.delete(storedKey);
       },
     };
+    this.semaphores = new Semaphores({
+      options: this.options,
+      store,
+      events,
+      newWaiter: (key, storedKey, options) => queues.newWaiter(key, storedKey, options),
+      settle: (waiter, outcome) => queues.settle(waiter, outcome),
+      releaseQuietly,
+    });
     exposeInternals(this, {
       store,
       runHolding: (lock, fn) => this.runHolding(lock, fn),
@@ -161,7 +174,9 @@ export class LockManager {
     let waiter: Waiter;
     try {
       checkAcquireOptions(options, scope);
+      if (options.limit !== undefined) return this.startSemaphore(scope, key, options);
       const storedKey = toStoredKey(key, this.options.keyPrefix);
+      if (this.semaphores.uses(storedKey)) throw new LockValidationError(KEY_IS_SEMAPHORE(key));
       const nested = this.context.get(storedKey, this.inScope);
       if (nested) return Promise.resolve(nestedLock(nested));
       waiter = this.queues.newWaiter(key, storedKey, options);
@@ -174,6 +189,20 @@ export class LockManager {
       waiter.reject = reject;
       this.queues.enqueue(waiter, options.signal);
     });
+  }
+
+  /** Starts the acquisition of a semaphore slot (`options.limit` set). */
+  private startSemaphore(scope: string, key: string, options: AcquireOptions): Promise<Lock> {
+    const limit = checkSemaphoreOptions(options, scope);
+    const storedKey = toStoredKey(key, this.options.keyPrefix);
+    if (Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8') > MAX_KEY_BYTES) {
+      throw new LockValidationError(KEY_TOO_LONG(storedKey, Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8'), MAX_KEY_BYTES));
+    }
+    if (this.queues.slot(storedKey)) throw new LockValidationError(KEY_IS_MUTEX(key));
+    const nested = this.context.get(semaphoreKeyOf(storedKey), this.inScope);
+    if (nested) return Promise.resolve(nestedLock(nested));
+    if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
+    return this.semaphores.acquire(key, storedKey, options, limit);
   }
 
   /**
@@ -211,8 +240,9 @@ export class LockManager {
    * Used by `withLock()` and the `@WithLock` decorator.
    */
   private runHolding<T>(lock: Lock, fn: () => T): T {
-    const run = () => this.context.run(toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
-    const trace = this.keeper.get(lock)?.trace;
+    const slot = this.semaphores.lease(rootLock(lock));
+    const run = () => this.context.run(slot?.storedKey ?? toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
+    const trace = (this.keeper.get(lock) ?? slot)?.trace;
     return trace ? trace.run(run) : run();
   }
 
@@ -230,7 +260,9 @@ export class LockManager {
    * Set inside `withLock()` callbacks and `@WithLock` methods.
    */
   current(key?: string): Lock | undefined {
-    return this.context.get(key === undefined ? undefined : this.options.keyPrefix + key, this.inScope);
+    if (key === undefined) return this.context.get(undefined, this.inScope);
+    const storedKey = this.options.keyPrefix + key;
+    return this.context.get(storedKey, this.inScope) ?? this.context.get(semaphoreKeyOf(storedKey), this.inScope);
   }
 
   /**
@@ -328,10 +360,16 @@ export class LockManager {
     return running.handle;
   }
 
-  /** Who holds a key now (one strongly consistent read), or `null` when it is free. */
+  /**
+   * Who holds a key now (one strongly consistent read), or `null` when it is free. For a
+   * semaphore, `holders` lists every holder and `limit` its limit (a key this manager has not used
+   * as a semaphore and that has no mutex item costs a second read).
+   */
   async inspect(key: string): Promise<LockInfo | null> {
     const storedKey = toStoredKey(key, this.options.keyPrefix);
+    if (this.semaphores.uses(storedKey)) return this.semaphores.inspect(key, storedKey);
     const record = await this.store.read(storedKey);
+    if (record === undefined && this.store.semaphores) return this.semaphores.inspect(key, storedKey);
     return record && isHeld(record) ? this.toInfo(record) : null;
   }
 
@@ -344,7 +382,7 @@ export class LockManager {
 
   /** Number of locks this manager holds now. */
   get heldCount(): number {
-    return this.keeper.size;
+    return this.keeper.size + this.semaphores.size;
   }
 
   /**
@@ -358,6 +396,7 @@ export class LockManager {
     const campaigns = [...this.campaigns.values()].map(({ campaign }) => campaign);
     for (const campaign of campaigns) campaign.stop();
     await this.queues.close(new LockConfigurationError(MANAGER_CLOSED()));
+    await this.semaphores.close(new LockConfigurationError(MANAGER_CLOSED()));
     const held = this.keeper.all();
     // Code still running under these locks must stop before another owner can take them.
     for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));

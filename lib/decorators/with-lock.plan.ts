@@ -3,6 +3,7 @@ import { HOLD_AT_LEAST_REACHES_PERIOD, WITH_LOCK_OPTION_INVALID } from '../error
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { resolveWait } from '../core/lock-options.resolver';
+import { checkSemaphoreOptions } from '../core/semaphores';
 import { unknownOptionMessage } from '../utils/closest-name';
 import { parseDuration, parseLease } from '../utils/duration';
 import { SkipReporter } from './skip.reporter';
@@ -38,6 +39,7 @@ const WITH_LOCK_OPTION_NAMES = Object.keys({
   onBusy: true,
   holdAtLeast: true,
   data: true,
+  limit: true,
 } satisfies Record<keyof WithLockOptions, true>);
 
 /**
@@ -64,6 +66,7 @@ export function planOf(options: WithLockOptions, where: string): WithLockPlan {
   };
   if (acquire.wait !== undefined) checked(() => resolveWait(acquire.wait!));
   if (acquire.leaseDuration !== undefined) checked(() => parseLease(acquire.leaseDuration));
+  if (acquire.limit !== undefined) checkSemaphoreOptions({ limit: acquire.limit, data }, `@WithLock on ${where}`);
   const skip = onBusy === 'skip';
   const holdAtLeastSet = holdAtLeast !== undefined;
   return {

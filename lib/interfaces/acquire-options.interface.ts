@@ -18,4 +18,11 @@ export interface AcquireOptions {
    * no timer renews it (AWS Lambda, CLI): call `extend()` yourself before the lease runs out.
    */
   heartbeat?: boolean;
+  /**
+   * Makes the key a counting semaphore: at most `limit` holders at once across every instance,
+   * each with its own `Lock` (fencing token, `signal`, `extend`, `release`), admitted in the order
+   * they queued. A whole number from 1 to 32; every caller of a key must use the same limit, and a
+   * key is either a semaphore or a mutex. `data` cannot be stored with a semaphore slot.
+   */
+  limit?: number;
 }

@@ -14,4 +14,10 @@ export interface LockInfo {
   leaseDuration: number;
   /** The data stored with the lock, parsed from JSON. */
   data?: unknown;
+  /** For a semaphore (`acquire(key, { limit })`): its limit. The fields above then describe its newest holder. */
+  limit?: number;
+  /** For a semaphore: every holder, oldest grant first. */
+  holders?: LockInfo[];
+  /** For a semaphore: callers of any instance waiting in line (some may have died since). */
+  waiting?: number;
 }

@@ -42,6 +42,9 @@ export { createLockTable, ensureLockTable, type EnsureTableOptions } from '../st
 export type { LockStorePort } from '../store/lock-store.interface';
 export { MemoryLockStore } from '../store/memory-lock.store';
 export type { LockRecord } from '../store/lock-record';
+export { MemorySemaphoreStore } from '../store/memory-semaphore.store';
+export { MAX_SEMAPHORE_LIMIT, type SemaphoreHolderRecord, type SemaphoreRecord } from '../store/semaphore-record';
+export type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from '../store/semaphore-store.protocol';
 export type {
   AcquireCondition,
   AcquireWrite,

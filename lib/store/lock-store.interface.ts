@@ -1,4 +1,5 @@
 import type { LockRecord } from './lock-record';
+import type { SemaphoreStorePort } from './semaphore-store.protocol';
 import type {
   AcquireWrite,
   HeartbeatWrite,
@@ -16,6 +17,11 @@ import type {
  * both implementations pass one contract suite.
  */
 export interface LockStorePort {
+  /**
+   * Where this store keeps counting semaphores (`acquire(key, { limit })`), in the same table or
+   * memory. Optional: a store without it serves mutexes only.
+   */
+  readonly semaphores?: SemaphoreStorePort;
   /** Takes the lock when `write.condition` holds: free, or handed over by its holder. */
   acquire(write: AcquireWrite): Promise<WriteResult>;
   /** Takes the next ticket for a waiter (the answer is the item as written: its ticket is `tail - 1`). */

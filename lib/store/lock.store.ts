@@ -1,17 +1,6 @@
-import {
-  type AttributeValue,
-  type DynamoDBClient,
-  GetItemCommand,
-  type GetItemCommandOutput,
-  ScanCommand,
-  type ScanCommandOutput,
-  UpdateItemCommand,
-  type UpdateItemCommandOutput,
-} from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { randomToken } from '../utils/random-token';
 import type { LockLogger } from '../interfaces/lock-logger.interface';
-import { LockTableError } from '../errors/lock.errors';
-import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../errors/lock.messages';
 import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
 import type {
@@ -25,8 +14,9 @@ import type {
   WriteResult,
 } from './lock-store.protocol';
 import { ensureLockTable, tableHealth } from './lock-table';
-import { sendWithinLimit } from './timed-request';
-import { isConditionFailure } from './transient-error';
+import { SemaphoreStore } from './semaphore.store';
+import { sendToTable } from './timed-request';
+import { pickNames, readItem, type UpdateParts, updateItem } from './item-requests';
 
 /** How the store computes the TTL attribute. */
 export interface LockStoreOptions {
@@ -40,13 +30,9 @@ export interface LockStoreOptions {
 }
 
 /** One UpdateItem, before attribute names are picked and values completed. */
-interface Update {
+interface Update extends UpdateParts {
   key: string;
-  set: string[];
-  remove?: string[];
-  add?: string[];
   condition: string;
-  values: Record<string, AttributeValue>;
   returnNew?: boolean;
 }
 
@@ -60,10 +46,15 @@ interface Update {
  * condition, and the caller recognises its own token in the item instead.
  */
 export class LockStore implements LockStorePort {
+  /** The semaphore items of the same table. */
+  readonly semaphores: SemaphoreStore;
+
   constructor(
     private readonly client: DynamoDBClient,
     private readonly options: LockStoreOptions,
-  ) {}
+  ) {
+    this.semaphores = new SemaphoreStore(client, options);
+  }
 
   /** The table this store writes to. */
   get tableName(): string {
@@ -304,13 +295,10 @@ export class LockStore implements LockStorePort {
     return current?.released === holding.token;
   }
 
-  /** Strongly consistent read of one lock item. */
+  /** One read of a lock item: strongly consistent unless `'eventual'` (timing reads). */
   async read(key: string, consistency: ReadConsistency = 'strong'): Promise<LockRecord | undefined> {
-    const output = await this.send(
-      'GetItem',
-      new GetItemCommand({ TableName: this.options.tableName, Key: { [ATTR.key]: { S: key } }, ConsistentRead: consistency === 'strong' }),
-    );
-    return output.Item ? toLockRecord(output.Item) : undefined;
+    const item = await readItem(this.client, this.options, key, consistency);
+    return item ? toLockRecord(item) : undefined;
   }
 
   /** Every held lock whose stored key starts with `prefix` (a paginated Scan; for tools, not hot paths). */
@@ -318,16 +306,18 @@ export class LockStore implements LockStorePort {
     const filter = prefix ? `(${HELD}) AND begins_with(#key, :prefix)` : HELD;
     let startKey: Record<string, AttributeValue> | undefined;
     do {
-      const output = await this.send(
+      const output = await sendToTable(
+        this.client,
         'Scan',
         new ScanCommand({
           TableName: this.options.tableName,
           ConsistentRead: true,
           ExclusiveStartKey: startKey,
           FilterExpression: filter,
-          ExpressionAttributeNames: pick(ATTRIBUTE_NAMES, filter),
+          ExpressionAttributeNames: pickNames(ATTRIBUTE_NAMES, filter),
           ExpressionAttributeValues: prefix ? { ':prefix': { S: prefix } } : undefined,
         }),
+        this.options,
       );
       for (const item of output.Items ?? []) yield toLockRecord(item);
       startKey = output.LastEvaluatedKey;
@@ -339,68 +329,15 @@ export class LockStore implements LockStorePort {
    * `ttlDays` and two leases from now, in epoch seconds (`ttlDays: 0` removes it).
    */
   private async update(update: Update, ttlLeaseMs: number | undefined, now = Date.now()): Promise<WriteResult> {
-    const set = [...update.set];
-    const remove = [...(update.remove ?? [])];
-    const values = { ...update.values };
-    if (ttlLeaseMs !== undefined) {
-      if (this.options.ttlDays <= 0) remove.push('#ttl');
-      else {
-        const keepMs = Math.max(this.options.ttlDays * 86_400_000, 2 * ttlLeaseMs);
-        values[':ttl'] = { N: String(Math.ceil((now + keepMs) / 1000)) };
-        set.push('#ttl = :ttl');
-      }
-    }
-    const clauses = [
-      set.length ? `SET ${set.join(', ')}` : '',
-      remove.length ? `REMOVE ${remove.join(', ')}` : '',
-      update.add?.length ? `ADD ${update.add.join(', ')}` : '',
-    ].filter(Boolean);
-    const expression = clauses.join(' ');
-    try {
-      const output = await this.send(
-        'UpdateItem',
-        new UpdateItemCommand({
-          TableName: this.options.tableName,
-          Key: { [ATTR.key]: { S: update.key } },
-          UpdateExpression: expression,
-          ConditionExpression: update.condition,
-          ExpressionAttributeNames: pick(ATTRIBUTE_NAMES, `${expression} ${update.condition}`),
-          ExpressionAttributeValues: values,
-          ReturnValues: update.returnNew ? 'ALL_NEW' : undefined,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { ok: true, record: toLockRecord(output.Attributes ?? { [ATTR.key]: { S: update.key } }) };
-    } catch (error) {
-      if (isConditionFailure(error)) return { ok: false, current: error.Item ? toLockRecord(error.Item) : undefined };
-      throw error;
-    }
-  }
-
-  /**
-   * Sends one request within `requestTimeoutMs`. The SDK gets an abort signal, and the timer also
-   * settles the call itself, since the SDK may not look at the signal between its own retries: a
-   * hung server yields a `TimeoutError` (transient, so retried or reported as an outage, never as
-   * a busy lock). A table deleted under a running app becomes a `LockTableError`.
-   */
-  private send(operation: 'UpdateItem', command: UpdateItemCommand): Promise<UpdateItemCommandOutput>;
-  private send(operation: 'GetItem', command: GetItemCommand): Promise<GetItemCommandOutput>;
-  private send(operation: 'Scan', command: ScanCommand): Promise<ScanCommandOutput>;
-  private async send(
-    operation: string,
-    command: UpdateItemCommand | GetItemCommand | ScanCommand,
-  ): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
-    const { tableName, requestTimeoutMs } = this.options;
-    try {
-      return await sendWithinLimit(this.client, command, requestTimeoutMs, (lastAttempt) =>
-        REQUEST_TIMED_OUT(operation, tableName, requestTimeoutMs ?? 0, lastAttempt),
-      );
-    } catch (error) {
-      if (error instanceof Error && error.name === 'ResourceNotFoundException') {
-        throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
-      }
-      throw error;
-    }
+    const result = await updateItem(
+      this.client,
+      this.options,
+      { ...update, names: ATTRIBUTE_NAMES, returnNew: update.returnNew ?? false },
+      ttlLeaseMs,
+      now,
+    );
+    if (result.ok) return { ok: true, record: toLockRecord(result.item ?? { [ATTR.key]: { S: update.key } }) };
+    return { ok: false, current: result.item ? toLockRecord(result.item) : undefined };
   }
 }
 
@@ -427,9 +364,4 @@ function lastHold(heldMs: number | undefined): string[] {
 
 function heldValue(heldMs: number | undefined): Record<string, AttributeValue> {
   return heldMs === undefined ? {} : { ':held': { N: String(Math.max(0, Math.round(heldMs))) } };
-}
-
-/** The attribute-name placeholders an expression uses (DynamoDB rejects unused ones). */
-function pick(names: Record<string, string>, expression: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(names).filter(([alias]) => new RegExp(`${alias}\\b`).test(expression)));
 }

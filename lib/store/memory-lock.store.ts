@@ -1,4 +1,5 @@
 import { randomToken } from '../utils/random-token';
+import { MemorySemaphoreStore } from './memory-semaphore.store';
 import { ATTR, isHeld, type LockRecord } from './lock-record';
 import type { LockStorePort } from './lock-store.interface';
 import type { AcquireWrite, HeartbeatWrite, Holding, ReadConsistency, SkipWrite, TicketWrite, WriteResult } from './lock-store.protocol';
@@ -67,6 +68,8 @@ class MemoryStoreValidationError extends Error {
  */
 export class MemoryLockStore implements LockStorePort {
   private readonly items = new Map<string, StoredItem>();
+  /** The counting semaphores kept in the same memory. */
+  readonly semaphores = new MemorySemaphoreStore();
 
   /** Number of records (free or held) the store keeps. */
   get size(): number {
@@ -76,6 +79,7 @@ export class MemoryLockStore implements LockStorePort {
   /** Forgets every record. */
   clear(): void {
     this.items.clear();
+    this.semaphores.clear();
   }
 
   /** Nothing to check or create. */

@@ -7,6 +7,8 @@ import type {
   UpdateItemCommand,
   UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
+import { LockTableError } from '../errors/lock.errors';
+import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../errors/lock.messages';
 
 /**
  * Sends one request within `limitMs` (none when `undefined`). The SDK gets an abort signal, and a
@@ -59,4 +61,51 @@ export async function sendWithinLimit(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Sends one request to the lock table within `requestTimeoutMs` ({@link sendWithinLimit}): a hung
+ * server yields a `TimeoutError` (transient, so retried or reported as an outage, never as a busy
+ * lock). A table deleted under a running app becomes a `LockTableError`.
+ */
+export function sendToTable(
+  client: DynamoDBClient,
+  operation: 'UpdateItem',
+  command: UpdateItemCommand,
+  table: TableTarget,
+): Promise<UpdateItemCommandOutput>;
+export function sendToTable(
+  client: DynamoDBClient,
+  operation: 'GetItem',
+  command: GetItemCommand,
+  table: TableTarget,
+): Promise<GetItemCommandOutput>;
+export function sendToTable(
+  client: DynamoDBClient,
+  operation: 'Scan',
+  command: ScanCommand,
+  table: TableTarget,
+): Promise<ScanCommandOutput>;
+export async function sendToTable(
+  client: DynamoDBClient,
+  operation: string,
+  command: UpdateItemCommand | GetItemCommand | ScanCommand,
+  { tableName, requestTimeoutMs }: TableTarget,
+): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
+  try {
+    return await sendWithinLimit(client, command, requestTimeoutMs, (lastAttempt) =>
+      REQUEST_TIMED_OUT(operation, tableName, requestTimeoutMs ?? 0, lastAttempt),
+    );
+  } catch (error) {
+    if (error instanceof Error && error.name === 'ResourceNotFoundException') {
+      throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
+    }
+    throw error;
+  }
+}
+
+/** The table a request goes to, and its time limit in ms (none when absent). */
+export interface TableTarget {
+  tableName: string;
+  requestTimeoutMs?: number;
 }

@@ -220,7 +220,8 @@ describeEachServer('dynamo-lock CLI', (server) => {
       expect(lines(late.stderr)).toEqual([
         'dynamo-lock: this lease id does not hold lock "deploy": the lock is free (the lease expired or was released).',
       ]);
-    });
+      // Nine runs of the command, each a new Node.js process: slow on a loaded machine.
+    }, 45_000);
 
     it('exits 3 for release and renew with another lease id, naming the holder, and leaves the lock alone', async () => {
       const lease = (await cli.run(['acquire', 'wrong-id', '--owner', 'bob'])).stdout.trim();

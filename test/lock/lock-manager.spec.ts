@@ -500,7 +500,7 @@ describeEachServer('LockManager', (server) => {
         ],
         [
           manager.tryAcquire('k', { wait: '5s' } as never),
-          /^tryAcquire\(\) has no option "wait"\. Its options: signal, leaseDuration, data, heartbeat\./,
+          /^tryAcquire\(\) has no option "wait"\. Its options: signal, leaseDuration, data, heartbeat, limit\./,
         ],
         [
           manager.withLock('k', () => 1, { hearbeat: false } as never),

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
+import { LIMIT_WITH_DATA } from '../cli.messages';
+import { UsageError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
 import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
-import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions, parseDurationOption } from '../options';
+import { type AcquireCommandOptions, addAcquireOptions, parseAcquireOptions, parseDurationOption, parseLimitOption } from '../options';
 import type { Session } from '../session';
 import { waitForLock } from '../wait-for-lock';
 
@@ -16,12 +18,17 @@ Examples:
   $ dynamo-lock exec nightly-report --no-wait -- node report.js || echo "another run is busy"
   $ dynamo-lock exec migrations --wait 10m --lease-duration 1m -- npm run migrate
   $ dynamo-lock exec backup -- sh -c 'pg_dump mydb | gzip > backup.sql.gz'
+  $ dynamo-lock exec encoder --limit 3 -- ./encode.sh video.mp4     # at most 3 at once, fleet-wide
+
+With --limit n, NAME is a counting semaphore: up to n commands (on any host) run at once, each
+with its own fencing token; the others wait in line, in the order they came.
 
 Exit status: COMMAND's own (128 + N if signal N ended it), 1 if the lock stayed busy,
 3 if the lock was lost while COMMAND ran, 127 if COMMAND was not found.`;
 
 interface ExecOptions extends AcquireCommandOptions {
   killAfter: string;
+  limit?: string;
 }
 
 /** `exec NAME -- COMMAND...`: runs a command while holding the lock. */
@@ -32,6 +39,7 @@ export function registerExec(program: Command, runner: CommandRunner): void {
     .argument('<name>', 'lock name')
     .argument('<command...>', 'the command and its arguments, after "--"');
   addAcquireOptions(command, '30s', 'lease, renewed every third of it while COMMAND runs; others take over this long after a crash')
+    .option('--limit <n>', 'a counting semaphore: run while fewer than n commands hold NAME (1 to 32; the same n everywhere)')
     .option('--kill-after <duration>', 'after the lock is lost: how long COMMAND has between SIGTERM and SIGKILL', '10s')
     .addHelpText('after', EXAMPLES)
     .action((name: string, argv: string[], options: ExecOptions, cmd: Command) =>
@@ -41,11 +49,13 @@ export function registerExec(program: Command, runner: CommandRunner): void {
 
 async function exec(session: Session, name: string, argv: readonly string[], options: ExecOptions): Promise<number> {
   const { leaseMs, wait, data } = parseAcquireOptions(options);
+  const limit = parseLimitOption(options.limit);
+  if (limit !== undefined && data !== undefined) throw new UsageError(LIMIT_WITH_DATA());
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
 
   const signals = new WaitThenForward(name);
   try {
-    const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: true, signal: signals.interrupt });
+    const lock = await waitForLock(session, { name, wait, leaseMs, data, limit, heartbeat: true, signal: signals.interrupt });
     return await runWhileHeld(session, lock, {
       argv,
       killAfterMs,

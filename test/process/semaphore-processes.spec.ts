@@ -1,0 +1,147 @@
+/**
+ * Counting semaphores across OS processes, against the real servers: every holder is a separate
+ * Node process (`semaphore-worker.mjs`, on the built `dist/`), sharing nothing but DynamoDB and
+ * the file system. Bounds are generous (two noisy cores) but each separates right from wrong:
+ * "at most 3 inside" is counted, not timed; a killed holder's slot is taken "after about a lease"
+ * versus "at once" or "never".
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
+import { killOnExit } from '../../tools/exit-guard.mjs';
+import { LockFixture } from '../support/lock-fixture';
+import { describeEachServer, type TestServer } from '../support/servers';
+
+interface Report {
+  type: string;
+  owner: string;
+  at: number;
+  fencingToken?: number;
+  inside?: number;
+  message?: string;
+  reason?: string;
+  /** This process's monotonic time on receipt. */
+  receivedAt: number;
+}
+
+/** One worker process and what it reported. */
+class Worker {
+  readonly reports: Report[] = [];
+  readonly exited: Promise<number | null>;
+  private readonly waiting = new Set<() => void>();
+
+  constructor(readonly child: ChildProcess) {
+    const unregister = killOnExit(() => child.kill('SIGKILL'));
+    child.on('message', (message) => {
+      this.reports.push({ ...(message as Report), receivedAt: performance.now() });
+      for (const wake of [...this.waiting]) wake();
+    });
+    this.exited = new Promise((resolve) =>
+      child.once('close', (code) => {
+        unregister();
+        for (const wake of [...this.waiting]) wake();
+        resolve(code);
+      }),
+    );
+  }
+
+  /** The first report of `type`, now or later; rejects on an `error` report or after `timeoutMs`. */
+  next(type: string, timeoutMs: number): Promise<Report> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => done(() => reject(new Error(`no '${type}' within ${timeoutMs} ms: ${JSON.stringify(this.reports)}`))),
+        timeoutMs,
+      );
+      const done = (outcome: () => void) => {
+        clearTimeout(timer);
+        this.waiting.delete(check);
+        outcome();
+      };
+      const check = () => {
+        const found = this.reports.find((r) => r.type === type);
+        const failed = this.reports.find((r) => r.type === 'error');
+        if (found) done(() => resolve(found));
+        else if (failed) done(() => reject(new Error(failed.message)));
+      };
+      this.waiting.add(check);
+      check();
+    });
+  }
+}
+
+const workers = new Set<Worker>();
+
+function start(server: TestServer, table: string, config: Record<string, unknown>): Worker {
+  const script = path.join(path.dirname(expect.getState().testPath!), 'semaphore-worker.mjs');
+  const child = fork(script, [JSON.stringify({ ...config, endpoint: server.endpoint, table })], {
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+  });
+  const worker = new Worker(child);
+  workers.add(worker);
+  return worker;
+}
+
+afterEach(async () => {
+  for (const worker of workers) worker.child.kill('SIGKILL');
+  await Promise.all([...workers].map((w) => w.exited));
+  workers.clear();
+});
+
+describeEachServer('semaphore across processes', (server) => {
+  let fixture: LockFixture;
+  let dir: string;
+  beforeAll(async () => {
+    fixture = await new LockFixture(server).setup();
+    dir = mkdtempSync(path.join(tmpdir(), 'semaphore-'));
+  });
+  afterAll(async () => {
+    await fixture.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('10 processes with limit 3: never more than 3 inside, every process gets all its 3 turns, every grant its own fencing token', async () => {
+    const insideDir = mkdtempSync(path.join(dir, 'inside-'));
+    const config = { key: 'ten-processes', limit: 3, leaseMs: 10_000, mode: 'loop', turns: 3, sectionMs: 300, insideDir, waitForGo: true };
+    const ten = Array.from({ length: 10 }, (_, i) => start(server, fixture.tableName, { ...config, owner: `p${i}` }));
+    await Promise.all(ten.map((w) => w.next('ready', 60_000)));
+    for (const worker of ten) worker.child.send('go');
+    await Promise.all(ten.map((w) => w.next('done', 90_000)));
+    const turns = ten.flatMap((w) => w.reports.filter((r) => r.type === 'turn'));
+    expect(ten.map((w) => w.reports.filter((r) => r.type === 'turn').length)).toEqual(Array(10).fill(3));
+    expect(Math.max(...turns.map((t) => t.inside!))).toBeLessThanOrEqual(3);
+    expect(new Set(turns.map((t) => t.fencingToken)).size).toBe(30);
+  }, 120_000);
+
+  it('a slot holder SIGKILLed frees its slot after about a lease; the other holder keeps its own', async () => {
+    const leaseMs = 2_000;
+    const base = { key: 'killed-holder', limit: 2, leaseMs };
+    const victim = start(server, fixture.tableName, { ...base, owner: 'victim', mode: 'hold' });
+    const victimToken = (await victim.next('acquired', 30_000)).fencingToken!;
+    const keeper = start(server, fixture.tableName, { ...base, owner: 'keeper', mode: 'hold' });
+    await keeper.next('acquired', 30_000);
+    const insideDir = mkdtempSync(path.join(dir, 'inside-'));
+    const waiter = start(server, fixture.tableName, { ...base, owner: 'waiter', mode: 'loop', turns: 1, sectionMs: 10, insideDir });
+    // The waiter is in line (it sees the semaphore full) before the kill.
+    const probe = fixture.manager();
+    const started = performance.now();
+    while (((await probe.inspect('killed-holder'))?.waiting ?? 0) < 1) {
+      if (performance.now() - started > 30_000) throw new Error('the waiter never queued');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    victim.child.kill('SIGKILL');
+    const killedAt = performance.now();
+    const turn = await waiter.next('turn', 30_000);
+    const tookMs = turn.receivedAt - killedAt;
+    // The waiter saw the victim's last version at most one heartbeat (a third of the lease) before the kill.
+    expect(tookMs).toBeGreaterThanOrEqual(leaseMs - leaseMs / 3 - 100);
+    expect(tookMs).toBeLessThan(leaseMs + 8_000);
+    expect(turn.fencingToken).toBeGreaterThan(victimToken);
+    expect(keeper.reports.some((r) => r.type === 'lost')).toBe(false);
+    await waiter.next('done', 30_000);
+    const info = await probe.inspect('killed-holder');
+    expect(info?.holders?.map((h) => h.owner)).toEqual(['keeper']);
+  }, 90_000);
+});

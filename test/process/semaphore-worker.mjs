@@ -1,0 +1,79 @@
+/**
+ * A separate OS process holding slots of a counting semaphore through the built library
+ * (`dist/`), driven by `test/process/semaphore-processes.spec.ts`.
+ *
+ * Configuration: one JSON argument `{ endpoint, table, key, owner, limit, leaseMs, mode, turns,
+ * sectionMs, insideDir }`. Reports: IPC messages `{ type, owner, ... }`.
+ *
+ * Who is inside is counted without comparing clocks: entering, a process creates its own file in
+ * `insideDir`, then counts the files there; it removes its file when it leaves. If more than
+ * `limit` sections ever overlapped, the last of them to enter counts them all.
+ *
+ * Modes:
+ * - `loop`: (with `waitForGo`: reports `ready` and waits for any message) `turns` times: acquire (waiting) → section of `sectionMs` → release; reports `turn`
+ *   with the fencing token and how many were inside, then `done`.
+ * - `hold`: acquires once, reports `acquired`, and holds (heartbeats on) until killed; reports
+ *   `lost` if its signal aborts.
+ */
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockManager } from '../../dist/index.js';
+
+const config = JSON.parse(process.argv[2] ?? '{}');
+const send = (type, fields = {}) =>
+  new Promise((resolve) => {
+    if (!process.connected) return resolve();
+    process.send({ type, owner: config.owner, at: performance.now(), ...fields }, () => resolve());
+  });
+const quiet = { log: () => undefined, warn: () => undefined, error: (m) => void send('log', { message: String(m) }) };
+const manager = new LockManager({
+  tableName: config.table,
+  ownerName: config.owner,
+  verifyTable: false,
+  maxPollInterval: 250,
+  logger: quiet,
+  clientConfig: { endpoint: config.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } },
+});
+const options = { limit: config.limit, leaseDuration: config.leaseMs, wait: '120s' };
+
+async function loop() {
+  if (config.waitForGo) {
+    // Warmed up (SDK loaded, connection open), then all start together on the parent's word.
+    await manager.inspect(config.key).catch(() => undefined);
+    const go = new Promise((resolve) => process.once('message', resolve));
+    await send('ready');
+    await go;
+  }
+  const mine = path.join(config.insideDir, `${config.owner}`);
+  for (let turn = 0; turn < config.turns; turn++) {
+    await manager.withLock(
+      config.key,
+      async (lock) => {
+        writeFileSync(mine, '');
+        const inside = readdirSync(config.insideDir).length;
+        await sleep(config.sectionMs);
+        lock.signal.throwIfAborted();
+        rmSync(mine);
+        await send('turn', { fencingToken: lock.fencingToken, inside });
+      },
+      options,
+    );
+    await sleep(Math.random() * 20);
+  }
+  await manager.close();
+  await send('done');
+  process.exit(0);
+}
+
+async function hold() {
+  const lock = await manager.acquire(config.key, options);
+  lock.signal.addEventListener('abort', () => void send('lost', { reason: lock.signal.reason?.reason }));
+  await send('acquired', { fencingToken: lock.fencingToken });
+  await new Promise(() => undefined);
+}
+
+(config.mode === 'hold' ? hold() : loop()).catch(async (error) => {
+  await send('error', { message: String(error?.stack ?? error) });
+  process.exit(1);
+});
