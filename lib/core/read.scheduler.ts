@@ -17,13 +17,20 @@ const MAX_HINT_AGE_MS = 60_000;
 /** A promoted waiter that learned it later than this after the release (by wall clocks) says nothing about the usual delay. */
 const MAX_PROMOTION_DELAY_MS = 1_000;
 /**
+ * A promotion delay counts at most this many round trips: a waiter that read late (its own timing)
+ * would otherwise teach the others to time their reads later still.
+ */
+const PROMOTION_DELAY_RTTS = 3;
+/**
  * Beyond this many tickets ahead, a waiter is far back: it times its reads by the pace it saw the
  * line move at, and they are eventually consistent (half the price), for timing only.
  */
-export const FAR_TURNS = 4;
+const FAR_TURNS = 4;
 /** Far back, a read aims at this share of the place in line still ahead, and at least three turns early: the margin for a pace that changes. */
 const FAR_AIM = 0.1;
 const FAR_AIM_MIN = 3;
+/** Far back, the pace measured is taken at most this many turns of usual hold and round trips. */
+const FAR_PACE_LIMIT = 2;
 
 /** What the schedule needs to know of the waiter at the moment it is asked. */
 export interface ReadPlan {
@@ -35,6 +42,8 @@ export interface ReadPlan {
   readonly viewValidMs: number;
   /** Whether the next read is a timing read (see {@link ReadScheduler.readsFar}). */
   readonly far: boolean;
+  /** The longest pause before a timing read. */
+  readonly farReadMs: number;
 }
 
 /**
@@ -126,11 +135,12 @@ export class ReadScheduler {
   notePromotion(record: LockRecord): void {
     if (record.updatedAt === undefined) return;
     const late = Date.now() - record.updatedAt;
-    if (late <= MAX_PROMOTION_DELAY_MS) this.history.recordPromotion(this.key, Math.max(0, late));
+    if (late <= MAX_PROMOTION_DELAY_MS)
+      this.history.recordPromotion(this.key, Math.min(Math.max(0, late), PROMOTION_DELAY_RTTS * this.rttMs));
   }
 
   /** The waiter's place in line by the latest view: 1 is next; unknown counts as next. */
-  position(ticket: number | undefined): number {
+  private position(ticket: number | undefined): number {
     return ticket !== undefined && this.lineHead !== undefined ? ticket - this.lineHead : 1;
   }
 
@@ -167,15 +177,23 @@ export class ReadScheduler {
     this.strongNext = !plan.far;
     if (hold !== undefined && this.pollStreak === 0) {
       const cycle = this.cycleMs(hold);
-      const turn = this.paceMs ?? cycle;
+      // Near the turn, never slower than a turn of usual hold and round trips: a stall the line
+      // went through (a dead ticket passed) must not make waiters read late after it.
+      const turn = Math.min(this.paceMs ?? cycle, cycle);
       // Timers of a loaded process fire late: aimed reads are set that much earlier.
       const late = this.history.timerLateness();
       if (plan.far) {
         // Far back: at the pace the line was seen moving (never faster than holds), else the
         // fastest it can, aiming at a few turns before its own, and at least half-way there.
-        const pace = Math.max(hold, turn);
+        // Never taken slower than two usual turns: a stall the line went through (dead tickets
+        // passed) would otherwise make waiters behind it sleep past their turn, and the line
+        // would stay slow; a line that is slower for good costs a few more timing reads.
+        const pace = Math.max(hold, Math.min(this.paceMs ?? cycle, FAR_PACE_LIMIT * cycle));
         const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
-        const delay = Math.max(this.holderSince + hold + (position - 1 - aim) * pace - late - now, ((position - aim) * pace) / 2);
+        // At most `plan.farReadMs` between reads: a waiter served while it sleeps reads well
+        // before it could be passed, whatever pace it measured.
+        const aimed = Math.max(this.holderSince + hold + (position - 1 - aim) * pace - late - now, ((position - aim) * pace) / 2);
+        const delay = Math.min(aimed, plan.farReadMs);
         // The read that brings the waiter near its turn is strongly consistent when the last such
         // answer would be too old by its turn: a lease it is promoted to counts from it.
         this.strongNext = aim === FAR_AIM_MIN && plan.viewAgeMs + delay + (aim + 4) * pace > plan.viewValidMs;
@@ -212,18 +230,17 @@ export class ReadScheduler {
   }
 
   /**
-   * Measures how fast the line moves, from the first view that showed the waiter far back: there,
-   * its own reads do not pace the line (next in line, a late read slows the line, and a pace
-   * measured then would feed on it). Near its turn, the last pace measured stays.
+   * Measures how fast the line moves, over the last span of a few tickets seen while the waiter
+   * was far back: there, its own reads do not pace the line (next in line, a late read slows the
+   * line, and a pace measured then would feed on it). Each span starts where the last ended, so a
+   * stall (a dead ticket passed) weighs on one measure only.
    */
   private measurePace(head: number, now: number, ticket: number | undefined): void {
     if (ticket === undefined || ticket - head <= FAR_TURNS) return;
     const from = this.paceFrom;
-    if (!from || from.head > head) {
-      this.paceFrom = { head, at: now };
-      return;
-    }
-    if (head - from.head >= FAR_TURNS) this.paceMs = (now - from.at) / (head - from.head);
+    if (from && from.head <= head && head - from.head < FAR_TURNS) return;
+    if (from && from.head <= head) this.paceMs = (now - from.at) / (head - from.head);
+    this.paceFrom = { head, at: now };
   }
 
   /**

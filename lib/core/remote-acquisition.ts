@@ -11,7 +11,7 @@ import { type KeyHistory, type RecordObservation, silentMs, versionOf } from './
 import type { AcquiredVia, LockEvent } from '../interfaces/lock-event.interface';
 import type { LockTrace } from '../observability/lock.telemetry';
 import { type HeldLease, type Waiter, writeOf } from './lock-state';
-import { FAR_TURNS, ReadScheduler } from './read.scheduler';
+import { ReadScheduler } from './read.scheduler';
 
 /** What a remote acquisition needs from the manager. */
 export interface AcquisitionHost {
@@ -482,14 +482,14 @@ export class RemoteAcquisition {
     // A promoted lease counts from the last strongly consistent answer that showed another
     // holder: one older than a quarter of the claim lease would make the waiter write soon after
     // it holds (its first heartbeat falls due a third of the way through).
-    const plan = { ticket: this.ticket, viewAgeMs: now - this.lastNotMineAt, viewValidMs: this.claimMs() / 4, far };
+    const claimMs = this.claimMs();
+    const plan = { ticket: this.ticket, viewAgeMs: now - this.lastNotMineAt, viewValidMs: claimMs / 4, far, farReadMs: claimMs / 2 };
     let delay = this.schedule.delay(now, plan);
     const { observed } = this;
     if (observed) {
-      // Far back, waiters nearer the head answer the roll call; this one looks by the time the
-      // head would be passed (then it passes it itself, when nobody ahead of it is alive).
-      const answers =
-        this.ticket !== undefined && observed.version !== this.markedAlive && this.schedule.position(this.ticket) <= FAR_TURNS;
+      // A waiter that sees the head stall answers the roll call half-way through, wherever it
+      // is in line, so the pass goes to the first live ticket.
+      const answers = this.ticket !== undefined && observed.version !== this.markedAlive;
       const rollCall = answers ? observed.leaseMs / 2 : observed.leaseMs;
       delay = Math.min(delay, Math.max(0, observed.at + rollCall - now));
     }
