@@ -502,7 +502,7 @@ process plumbing), \`bench/report/\` (tables, this page, the chart).
 `;
 }
 
-/** Scenario 8: counting semaphores, one row per participants × limit × hold. */
+/** Scenario 9: counting semaphores, one row per participants × limit × hold. */
 function semaphoreTable(r) {
   const cell = (v) => (v == null ? '–' : String(v));
   const head =

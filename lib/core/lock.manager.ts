@@ -338,6 +338,8 @@ export class LockManager {
     if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
     const settings = resolveLeadOptions(name, options, this.options);
     const storedKey = toStoredKey(name, this.options.keyPrefix);
+    // A key this process uses as a semaphore cannot be led (a leader holds its mutex).
+    if (this.semaphores.uses(storedKey)) throw new LockValidationError(KEY_IS_SEMAPHORE(name));
     let running = this.campaigns.get(storedKey);
     if (running) {
       const current = running.campaign.settings;

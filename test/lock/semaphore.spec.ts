@@ -155,6 +155,8 @@ function semaphoreSuite(name: string, setup: () => Managers): void {
       await expect(b.acquire(key, { limit: 3 })).rejects.toThrow(/has limit 2 in the table, but this call asked for limit 3/);
       await expect(b.acquire(key, { limit: 3 })).rejects.toBeInstanceOf(LockConfigurationError);
       await expect(a.acquire(key)).rejects.toThrow(/in use here as a semaphore/);
+      // Nor can it be led: a leader holds the key as a mutex.
+      expect(() => a.lead(key)).toThrow(/in use here as a semaphore/);
       const mutex = await b.acquire(`${key}-m`);
       await expect(b.acquire(`${key}-m`, { limit: 2 })).rejects.toThrow(/in use here as a mutex/);
       await Promise.all([held.release(), mutex.release()]);
