@@ -170,6 +170,11 @@ describeEachServer('@WithLock', (server) => {
   let baseUrl: string;
 
   const options = (extra: DynamoLockOptions = {}): DynamoLockOptions => fixture.moduleOptions(extra);
+  /** Resolves once `key` is held (the first request got its lock), however slow the machine. */
+  const untilHeld = async (key: string): Promise<void> => {
+    const reader = fixture.manager();
+    for (let i = 0; i < 500 && !(await reader.inspect(key)); i++) await sleep(5);
+  };
 
   beforeAll(async () => {
     await fixture.setup();
@@ -286,7 +291,7 @@ describeEachServer('@WithLock', (server) => {
   describe('LockInterceptor', () => {
     it('answers 409 with the resource and Retry-After while the invoice is locked, and locks once per request', async () => {
       const slow = fetch(`${baseUrl}/invoices/H1/pay`, { method: 'POST' });
-      await sleep(100);
+      await untilHeld('invoice-H1');
       const busy = await fetch(`${baseUrl}/invoices/H1/pay`, { method: 'POST' });
       expect(busy.status).toBe(409);
       // Nothing is known of how long this key is held: the holder's lease.
@@ -308,7 +313,7 @@ describeEachServer('@WithLock', (server) => {
       // Two holds of ~300 ms teach this process how long the key is usually held.
       for (let i = 0; i < 2; i++) expect((await fetch(`${baseUrl}/invoices/H2/pay`, { method: 'POST' })).status).toBe(201);
       const slow = fetch(`${baseUrl}/invoices/H2/pay-exposed`, { method: 'POST' });
-      await sleep(100);
+      await untilHeld('invoice-H2');
       const busy = await fetch(`${baseUrl}/invoices/H2/pay-exposed`, { method: 'POST' });
       expect(busy.status).toBe(409);
       expect(busy.headers.get('retry-after')).toBe('1');
