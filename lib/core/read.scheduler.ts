@@ -29,8 +29,8 @@ const FAR_TURNS = 4;
 /** Far back, a read aims at this share of the place in line still ahead, and at least three turns early: the margin for a pace that changes. */
 const FAR_AIM = 0.1;
 const FAR_AIM_MIN = 3;
-/** Far back, the pace measured is taken at most this many turns of usual hold and round trips. */
-const FAR_PACE_LIMIT = 2;
+/** The pace measured is taken at most this many turns of usual hold and round trips (a stall seen must not slow reads for good). */
+const PACE_LIMIT = 2;
 
 /** What the schedule needs to know of the waiter at the moment it is asked. */
 export interface ReadPlan {
@@ -177,9 +177,11 @@ export class ReadScheduler {
     this.strongNext = !plan.far;
     if (hold !== undefined && this.pollStreak === 0) {
       const cycle = this.cycleMs(hold);
-      // Near the turn, never slower than a turn of usual hold and round trips: a stall the line
-      // went through (a dead ticket passed) must not make waiters read late after it.
-      const turn = Math.min(this.paceMs ?? cycle, cycle);
+      // Near the turn, at the pace the line was seen moving (hand-overs on a loaded host take
+      // several round trips: timed by the fastest turn, a waiter would read at every place), and
+      // never slower than two usual turns: a stall the line went through (a dead ticket passed)
+      // must not make waiters read late after it.
+      const turn = Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle);
       // Timers of a loaded process fire late: aimed reads are set that much earlier.
       const late = this.history.timerLateness();
       if (plan.far) {
@@ -188,7 +190,7 @@ export class ReadScheduler {
         // Never taken slower than two usual turns: a stall the line went through (dead tickets
         // passed) would otherwise make waiters behind it sleep past their turn, and the line
         // would stay slow; a line that is slower for good costs a few more timing reads.
-        const pace = Math.max(hold, Math.min(this.paceMs ?? cycle, FAR_PACE_LIMIT * cycle));
+        const pace = Math.max(hold, Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle));
         const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
         // At most `plan.farReadMs` between reads: a waiter served while it sleeps reads well
         // before it could be passed, whatever pace it measured.
