@@ -47,6 +47,7 @@ configs=(
   "bug-enqueue-head-from-send|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_ENQ_HEAD_FROM_SEND|broken: an enqueue that finds the item free counts the lease from its own send"
   "bug-skip-without-rvn|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_SKIP_NO_RVN|broken: the skip is conditioned on head and tail, not on the record version"
   "bug-unclaimed-head-not-watched|live|fail|-DN=2 -DROUNDS=2 -DTOKS=4 -DMAXT=8 -DLOSS=0 -DDUPS=1 -DABANDONS=0 -DBUG_NO_SKIP_UNCLAIMED|broken: nobody skips a head that never claims (a ghost ticket blocks the queue)"
+  "bug-eventual-refreshes-view|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_EVENTUAL_REFRESHES_VIEW|broken: an eventually consistent read showing another head counts as a recent answer (an old copy refreshes a promoted lease)"
   "finding-ticket-misattribution|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=0 -DABANDONS=0 -DFINDING_TICKET_MISATTRIBUTION|finding (README): a retried enqueue adopts a free acquirer's ticket; if it answers the roll-call, that ticket is granted twice"
   "finding-ticket-misattribution-fixed|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=0 -DFINDING_TICKET_MISATTRIBUTION -DFIX_FREE_SETS_TAILTOKEN|the same with the fix: a free acquire also sets tailToken"
 )

@@ -20,6 +20,8 @@
  *   BUG_ENQ_HEAD_FROM_SEND (safety), BUG_NO_SKIP_UNCLAIMED (liveness, with LIVE).
  *   FINDING_TICKET_MISATTRIBUTION: a waiter whose ticket is the head held by another token also
  *   answers the roll-call (fails, see README); FIX_FREE_SETS_TAILTOKEN: the fix (passes).
+ *   BUG_EVENTUAL_REFRESHES_VIEW (safety): an eventually consistent read showing another head
+ *   counts as a recent answer (a promoted lease would count from it).
  */
 
 #ifndef N
@@ -116,6 +118,7 @@ byte rem[N];              /* ... for this many more ticks */
 bit unc[N];               /* a write that may put its token in the item has an unknown outcome or a late copy */
 byte na[N];               /* while unc: ticks since that first such write, or since a later answer that showed another token */
 byte nh[N] = CLAIM;       /* ticks since the last answer that showed the item busy with another head */
+byte srvT[N] = NONE;      /* its ticket, once a release or a skip served it unclaimed: an eventually consistent read may show that from then on, however old the copy */
 /* the last view of the item */
 byte vHead[N] = NONE;     /* NONE: no view */
 byte vTail[N] = NONE;
@@ -178,6 +181,7 @@ inline shiftTickets() {
      if :: live != NONE -> live = live - nr :: else fi;
      for (q : 0 .. N - 1) {
        if :: tkt[q] != NONE -> tkt[q] = tkt[q] - nr :: else fi;
+       if :: srvT[q] != NONE -> srvT[q] = srvT[q] - nr :: else fi;
        if :: vHead[q] != NONE -> vHead[q] = vHead[q] - nr; vTail[q] = vTail[q] - nr :: else fi
      }
      if :: dOp != 0 && dTkt != NONE -> dTkt = dTkt - nr :: else fi
@@ -186,6 +190,16 @@ inline shiftTickets() {
 }
 
 inline canon() {
+  for (q : 0 .. N - 1) {
+    if
+    :: srvT[q] != tkt[q] -> srvT[q] = NONE
+    :: else
+    fi;
+    if
+    :: tkt[q] != NONE && head == tkt[q] && itok == 0 -> srvT[q] = tkt[q]
+    :: else
+    fi
+  };
   shiftTickets();
   for (q : 0 .. N - 1) {
     if
@@ -575,6 +589,33 @@ active [N] proctype proc() {
 
   :: d_step { SKIP_OK -> actSkip(0); canon() }
   :: d_step { SKIP_OK && LOSS_OK(3) -> actSkip(1); canon() }
+
+  /*
+   * eventually consistent read: it may show the item as it was at any time since this ticket
+   * was served. It shows it served: the lease counts from the last strongly consistent answer
+   * that showed another head (nh), never from this read.
+   */
+  :: d_step {
+       ph[P] == WAIT && tkt[P] != NONE && srvT[P] == tkt[P] ->
+       MOVED;
+       printf("MSC: p%d eventually consistent read: its ticket %d served (perhaps an old copy)\n", P, tkt[P] + base);
+       if
+       :: quiet[P] -> ph[P] = RELP
+       :: !quiet[P] && PROMO_REM > 0 -> grem = PROMO_REM; ghand = 0; grant()
+       :: else -> ph[P] = CLAIMP
+       fi;
+       canon()
+     }
+#ifdef BUG_EVENTUAL_REFRESHES_VIEW
+  /* broken: an old copy from before its ticket was served, showing another head, counts as a recent answer */
+  :: d_step {
+       ph[P] == WAIT && tkt[P] != NONE && srvT[P] == tkt[P] && nh[P] > 0 ->
+       MOVED;
+       printf("MSC: p%d eventually consistent read: an old copy shows another head (counted as recent)\n", P);
+       nh[P] = 0;
+       canon()
+     }
+#endif
 
   /* 9. give up: the ticket runs on quietly */
   :: d_step {

@@ -42,7 +42,7 @@ export interface ReadPlan {
   readonly viewValidMs: number;
   /** Whether the next read is a timing read (see {@link ReadScheduler.readsFar}). */
   readonly far: boolean;
-  /** The longest pause before a timing read. */
+  /** The longest pause before a read when not next in line (a waiter served while it sleeps holds the line up). */
   readonly farReadMs: number;
 }
 
@@ -154,7 +154,13 @@ export class ReadScheduler {
     return ticket - this.lineHead > FAR_TURNS && this.holdEstimate() !== undefined;
   }
 
-  /** Whether the read the last {@link delay} timed is strongly consistent (else a timing read). */
+  /**
+   * Whether the read the last {@link delay} timed must be strongly consistent: one that brings
+   * the waiter near its turn, or reads one turn early, when its last strongly consistent answer
+   * would be too old by its turn (a promoted lease counts from such an answer). The others only
+   * look for the line moving or the waiter served, and are eventually consistent (half the price;
+   * see RemoteAcquisition.peek, which also reads strongly to start watching a new holder).
+   */
   get readsStrong(): boolean {
     return this.strongNext;
   }
@@ -168,13 +174,14 @@ export class ReadScheduler {
   /**
    * How long to wait before the next read, at `now`. Near its turn, the read aims just after the
    * release that serves the waiter lands (a read too early costs one more); a waiter whose last
-   * strongly consistent answer would be too old by its turn (timing reads only since) aims one
-   * turn earlier, so that a lease it is promoted to counts from a recent answer, not with a write.
+   * strongly consistent answer would be too old by its turn (eventually consistent reads only
+   * since) reads strongly one turn earlier, so that a lease it is promoted to counts from a
+   * recent answer, not with a write.
    */
   delay(now: number, plan: ReadPlan): number {
     const hold = this.holdEstimate();
     const position = this.position(plan.ticket);
-    this.strongNext = !plan.far;
+    this.strongNext = false;
     if (hold !== undefined && this.pollStreak === 0) {
       const cycle = this.cycleMs(hold);
       // Near the turn, at the pace the line was seen moving (hand-overs on a loaded host take
@@ -205,11 +212,18 @@ export class ReadScheduler {
       // Served then, with a margin of a few turns: would the last such answer still count?
       const stale = plan.viewAgeMs + Math.max(0, served) + 4 * turn > plan.viewValidMs;
       const away = position > 1 && stale ? served - turn : served;
-      if (away > POLL_MIN_MS) return position <= 1 ? Math.min(away, this.maxPollMs) : away;
+      // Only that read needs to be strongly consistent: a lease counts from such an answer.
+      this.strongNext = stale;
+      // Never longer than a far-back read either: a line that stalled can move fast again.
+      if (away > POLL_MIN_MS) return Math.min(away, position <= 1 ? this.maxPollMs : plan.farReadMs);
     }
     // Overdue: next in line, the release may land any moment; further back, the line moves a
-    // ticket per turn, so reading much more often than that finds nothing new.
-    const cap = position <= 1 ? Math.min(NEXT_IN_LINE_POLL_MS, this.maxPollMs) : this.maxPollMs;
+    // ticket per turn, so reading much more often than that finds nothing new, and never less
+    // often than the line could serve this waiter at its fastest (else it is served while it
+    // sleeps, and the line waits for it).
+    const fastest = hold === undefined ? this.maxPollMs : (position - 1) * this.cycleMs(hold);
+    const cap =
+      position <= 1 ? Math.min(NEXT_IN_LINE_POLL_MS, this.maxPollMs) : Math.min(this.maxPollMs, Math.max(NEXT_IN_LINE_POLL_MS, fastest));
     const base = hold === undefined ? FIRST_POLL_MS : position <= 1 ? POLL_MIN_MS : Math.max(POLL_MIN_MS, this.cycleMs(hold) / 4);
     return Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
   }

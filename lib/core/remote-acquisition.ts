@@ -131,8 +131,13 @@ export class RemoteAcquisition {
       const step = this.nextStep();
       if (step.kind === 'wait') {
         const far = this.schedule.readsFar(this.ticket, monotonicNow(), this.claimMs() / 2);
-        await this.pause(this.pollDelay(far));
-        await (this.schedule.readsStrong ? this.read() : this.peek());
+        const { delay, watchDue } = this.pollDelay(far);
+        await this.pause(delay);
+        // Strongly consistent when the schedule asks, and near the turn when no such answer
+        // showed the holder yet (its watch starts from one) or when the roll call or the pass of
+        // a silent head is due (far back, a timing read shows first whether the line moved).
+        const strong = this.schedule.readsStrong || (!far && (watchDue || !this.observed));
+        await (strong ? this.read() : this.peek());
         continue;
       }
       if (step.kind === 'mark-alive') {
@@ -411,10 +416,12 @@ export class RemoteAcquisition {
   }
 
   /**
-   * One eventually consistent read, for timing only: where the line is and how fast it moves.
-   * It may show the item a little old, so it never decides who holds, never counts towards a
-   * lease or a watched version; whatever it shows near this waiter's turn, or a line that did not
-   * move, is read again strongly.
+   * One eventually consistent read: where the line is and how fast it moves. It may show the
+   * item a little old, so it never counts towards a lease or a watched version. It may show this
+   * waiter served, though: a release did serve its ticket then, and the lease counts from the
+   * last strongly consistent answer that showed another holder ({@link validFrom}), which came
+   * before that release, so it is safe however old the copy is (when much of the lease is gone,
+   * {@link confirm} writes first, on the condition that the ticket is still served).
    */
   private async peek(): Promise<void> {
     const { waiter } = this;
@@ -424,6 +431,14 @@ export class RemoteAcquisition {
     );
     if (!result || result.ok) return;
     const record = result.current;
+    if (record && this.ticket !== undefined && record.head === this.ticket && record.token === undefined && isHeld(record)) {
+      this.current = record;
+      this.known = true;
+      if (this.observed) this.schedule.notePromotion(record);
+      this.observed = undefined;
+      this.host.history.forgetObservation(waiter.storedKey);
+      return;
+    }
     if (!this.schedule.noteTimingView(record, monotonicNow(), this.ticket)) return;
     // The version watched is gone: a pass or a roll call at it would only fail.
     if (this.observed && this.observed.rvn !== record?.rvn) {
@@ -475,9 +490,9 @@ export class RemoteAcquisition {
 
   /**
    * How long to wait before the next read: as the schedule times it, and never past the roll call
-   * or the pass of a head that stalls, nor past the deadline.
+   * or the pass of a head that stalls (`watchDue`: that is what the read is for), nor past the deadline.
    */
-  private pollDelay(far: boolean): number {
+  private pollDelay(far: boolean): { delay: number; watchDue: boolean } {
     const now = monotonicNow();
     // A promoted lease counts from the last strongly consistent answer that showed another
     // holder: one older than a quarter of the claim lease would make the waiter write soon after
@@ -485,16 +500,19 @@ export class RemoteAcquisition {
     const claimMs = this.claimMs();
     const plan = { ticket: this.ticket, viewAgeMs: now - this.lastNotMineAt, viewValidMs: claimMs / 4, far, farReadMs: claimMs / 2 };
     let delay = this.schedule.delay(now, plan);
+    let watchDue = false;
     const { observed } = this;
     if (observed) {
       // A waiter that sees the head stall answers the roll call half-way through, wherever it
       // is in line, so the pass goes to the first live ticket.
       const answers = this.ticket !== undefined && observed.version !== this.markedAlive;
       const rollCall = answers ? observed.leaseMs / 2 : observed.leaseMs;
-      delay = Math.min(delay, Math.max(0, observed.at + rollCall - now));
+      const due = Math.max(0, observed.at + rollCall - now);
+      watchDue = due <= delay;
+      delay = Math.min(delay, due);
     }
     if (!this.quiet) delay = Math.min(delay, this.waiter.deadline - now);
-    return Math.max(0, delay);
+    return { delay: Math.max(0, delay), watchDue };
   }
 
   /**

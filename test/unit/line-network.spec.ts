@@ -185,10 +185,11 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
   );
 
   // On a loaded host a hand-over takes several round trips: near their turn, waiters time their
-  // reads by the pace they saw the line move at, not by the fastest turn (they read at every place).
+  // reads by the pace they saw the line move at, not by the fastest turn (they read at every place),
+  // and only the reads a promoted lease counts from are strongly consistent.
   it.each([
-    [64, 3.4],
-    [200, 5],
+    [64, 3],
+    [200, 4.5],
   ])(
     'on a loaded host, %i waiters: at most %d read units per acquisition, fair, no overlap',
     async (n, maxReadUnits) => {
@@ -216,8 +217,9 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
   it('times far-back reads by the pace of the line: eventually consistent, and a few per acquisition', async () => {
     const line = await runNetworkedLine(200, 20_000);
     const far = Object.entries(line.readsAt).filter(([place]) => Number(place) >= 1000 + 5);
-    expect(line.eventualReadsPerAcquisition).toBeGreaterThan(0.5);
-    expect(line.eventualReadsPerAcquisition).toBeLessThanOrEqual(3);
+    const farReads = far.reduce((sum, [, perAcquisition]) => sum + perAcquisition, 0);
+    expect(farReads).toBeGreaterThan(0.5);
+    expect(farReads).toBeLessThanOrEqual(3);
     // Every strongly consistent read is near the turn (place 4 or less): far back only timing reads.
     expect(Object.keys(line.readsAt).filter((place) => Number(place) < 1000 && Number(place) > 4)).toEqual([]);
     expect(far.length).toBeGreaterThan(0);
