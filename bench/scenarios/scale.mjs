@@ -15,16 +15,17 @@ import { pool, round } from '../support/stats.mjs';
 import { forkWorker, isMain, workerMain } from '../support/worker.mjs';
 import { createTable, openSystem } from '../systems/index.mjs';
 
-export async function run(ctx, { systems, n, windowMs, otherWindowMs = windowMs, leaseMs }) {
+export async function run(ctx, { systems, n, otherN = n, windowMs, otherWindowMs = windowMs, leaseMs }) {
   const out = {};
   for (const id of systems.filter((s) => ctx.locks.includes(s))) {
     const heartbeatMs = Math.round(leaseMs / 3);
     const table = ctx.table(`s6-${id}`);
     await createTable(ctx.admin, id, table);
     const window = id === 'ours' ? windowMs : otherWindowMs;
+    const locks = id === 'ours' ? n : otherN;
     const worker = forkWorker(
       import.meta.url,
-      { role: 's6', system: id, endpoint: ctx.proxy.endpoint, table, n, windowMs: window, leaseMs, heartbeatMs },
+      { role: 's6', system: id, endpoint: ctx.proxy.endpoint, table, n: locks, windowMs: window, leaseMs, heartbeatMs },
       { execArgv: ['--expose-gc'] },
     );
     const acquired = await worker.next('acquired', 600_000);
@@ -37,17 +38,17 @@ export async function run(ctx, { systems, n, windowMs, otherWindowMs = windowMs,
     await worker.exited;
     const t = totals(diffCounts(before, after, table));
     out[id] = {
-      locks: n,
+      locks,
       windowMs: measured.windowMs,
       leaseMs,
       heartbeatMs: round(heartbeatMs),
       acquireSeconds: round(acquired.acquireMs / 1000),
-      heartbeatWritesPerLockPerInterval: round(t.writes / (n * (measured.windowMs / heartbeatMs)), 3),
+      heartbeatWritesPerLockPerInterval: round(t.writes / (locks * (measured.windowMs / heartbeatMs)), 3),
       failedWritesInWindow: t.failedWrites,
       otherErrors: t.otherErrors,
       eventLoopDelayP99Ms: measured.eldP99Ms,
       eventLoopDelayMaxMs: measured.eldMaxMs,
-      heapBytesPerLock: Math.round(acquired.heapDelta / n),
+      heapBytesPerLock: Math.round(acquired.heapDelta / locks),
       activeTimers: measured.timers,
       idleTimers: acquired.idleTimers,
       warnings: measured.warnings.length,

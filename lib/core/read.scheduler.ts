@@ -23,7 +23,7 @@ const MAX_PROMOTION_DELAY_MS = 1_000;
 const PROMOTION_DELAY_RTTS = 3;
 /**
  * Beyond this many tickets ahead, a waiter is far back: it times its reads by the pace it saw the
- * line move at, and they are eventually consistent (half the price), for timing only.
+ * line move at, and they are eventually consistent (half the price).
  */
 const FAR_TURNS = 4;
 /** Far back, a read aims at this share of the place in line still ahead, and at least three turns early: the margin for a pace that changes. */
@@ -48,8 +48,8 @@ export interface ReadPlan {
 
 /**
  * When a waiter in line reads the item next: from its place, how long holders of the key keep
- * it, when the holder seen most likely got the lock, and how fast the line was seen moving. It
- * decides timing only: what a read shows is the acquisition's to judge.
+ * it, when the holder seen most likely got the lock, and how fast the line was seen moving; and
+ * whether the read must be strongly consistent. What a read shows is the acquisition's to judge.
  *
  * - Next in line: just after the release that serves it lands, then briefly and growing while
  *   that release is overdue (every 100 ms at most, so a graceful stop is noticed quickly).
@@ -71,7 +71,7 @@ export class ReadScheduler {
   /** When a view last showed the line move (monotonic). */
   private lineMovedAt: number;
   private pollStreak = 0;
-  /** Whether the read the last {@link delay} timed is to be strongly consistent, even far back. */
+  /** Whether the read the last {@link delay} timed must be strongly consistent (see {@link readsStrong}). */
   private strongNext = true;
   private lastAnswerAt: number;
   /** The `lastHoldMs` of the last view: how long the previous holder kept the lock, as it wrote. */
@@ -119,7 +119,7 @@ export class ReadScheduler {
   noteTimingView(record: LockRecord | undefined, now: number, ticket: number | undefined): boolean {
     const head = record?.head;
     if (!record || head === undefined || ticket === undefined || !isHeld(record)) {
-      // Free, gone, or no ticket: only a strongly consistent read can tell what to do.
+      // Free, gone, or no ticket: not a line to time reads by (the acquisition reads strongly next).
       this.lineMovedAt = Number.NEGATIVE_INFINITY;
       return false;
     }
@@ -157,7 +157,8 @@ export class ReadScheduler {
   /**
    * Whether the read the last {@link delay} timed must be strongly consistent: one that brings
    * the waiter near its turn, or reads one turn early, when its last strongly consistent answer
-   * would be too old by its turn (a promoted lease counts from such an answer). The others only
+   * would be too old by its turn (a promoted lease counts from such an answer), and one while a
+   * release is overdue when that answer is too old already. The others only
    * look for the line moving or the waiter served, and are eventually consistent (half the price;
    * see RemoteAcquisition.peek, which also reads strongly to start watching a new holder).
    */
@@ -218,12 +219,18 @@ export class ReadScheduler {
       if (away > POLL_MIN_MS) return Math.min(away, position <= 1 ? this.maxPollMs : plan.farReadMs);
     }
     // Overdue: next in line, the release may land any moment; further back, the line moves a
-    // ticket per turn, so reading much more often than that finds nothing new, and never less
-    // often than the line could serve this waiter at its fastest (else it is served while it
-    // sleeps, and the line waits for it).
-    const fastest = hold === undefined ? this.maxPollMs : (position - 1) * this.cycleMs(hold);
+    // ticket per turn, so reading much more often than that finds nothing new, and not much
+    // less often than the line could serve this waiter at its fastest (else it is served while
+    // it sleeps, and the line waits for it): as often as that while the release is a little
+    // late, then less often the longer it is (a quarter of the time it has been overdue).
+    // Strongly consistent only when the last such answer is too old for a promoted lease.
+    this.strongNext = plan.viewAgeMs > plan.viewValidMs;
+    const overdue = hold === undefined ? 0 : Math.max(0, now - this.holderSince - hold);
+    const fastest = hold === undefined ? this.maxPollMs : Math.max((position - 1) * this.cycleMs(hold), overdue / 4);
     const cap =
-      position <= 1 ? Math.min(NEXT_IN_LINE_POLL_MS, this.maxPollMs) : Math.min(this.maxPollMs, Math.max(NEXT_IN_LINE_POLL_MS, fastest));
+      position <= 1
+        ? Math.min(NEXT_IN_LINE_POLL_MS, this.maxPollMs)
+        : Math.min(this.maxPollMs, plan.farReadMs, Math.max(NEXT_IN_LINE_POLL_MS, fastest));
     const base = hold === undefined ? FIRST_POLL_MS : position <= 1 ? POLL_MIN_MS : Math.max(POLL_MIN_MS, this.cycleMs(hold) / 4);
     return Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
   }

@@ -75,6 +75,12 @@ export class RemoteAcquisition {
   /** The version this waiter answered the roll call of. */
   private markedAlive: string | undefined;
   /**
+   * An eventually consistent read showed the item otherwise than the watched version (written
+   * since, or free, or gone) without the line moving: the next read near the turn is strongly
+   * consistent, so that the watch follows the item.
+   */
+  private recheck = false;
+  /**
    * The earliest time a write may have made this waiter the holder: the send time of the last
    * answer that showed another holder, or of the enqueue that found the lock free.
    */
@@ -131,12 +137,13 @@ export class RemoteAcquisition {
       const step = this.nextStep();
       if (step.kind === 'wait') {
         const far = this.schedule.readsFar(this.ticket, monotonicNow(), this.claimMs() / 2);
-        const { delay, watchDue } = this.pollDelay(far);
-        await this.pause(delay);
+        await this.pause(this.pollDelay(far));
         // Strongly consistent when the schedule asks, and near the turn when no such answer
-        // showed the holder yet (its watch starts from one) or when the roll call or the pass of
-        // a silent head is due (far back, a timing read shows first whether the line moved).
-        const strong = this.schedule.readsStrong || (!far && (watchDue || !this.observed));
+        // showed the holder yet (its watch starts from one), when the item was seen otherwise
+        // since, or when the roll call or the pass of a silent head falls due by the time the
+        // read is answered (far back, an eventually consistent read shows first whether the line
+        // moved; a roll call or a pass is a write conditioned on the version, never a risk).
+        const strong = this.schedule.readsStrong || (!far && (!this.observed || this.recheck || this.watchDue()));
         await (strong ? this.read() : this.peek());
         continue;
       }
@@ -322,11 +329,13 @@ export class RemoteAcquisition {
       return;
     }
     if (this.ticket === undefined) return;
-    if (this.current?.head === this.ticket) {
-      // The lock was free: this ticket is served from the enqueue itself.
+    if (result.ok && this.current?.head === this.ticket) {
+      // The lock was free: this ticket is served from the enqueue itself. (A retry that failed
+      // and shows the ticket served was served earlier, perhaps long before it was sent: the
+      // lease counts from the last answer that showed another holder.)
       this.lastNotMineAt = Math.max(this.lastNotMineAt, sentAt);
       this.grantedVia = this.passedHolder ? 'takeover' : 'free';
-    } else host.noteWaiting(waiter);
+    } else if (this.current?.head !== this.ticket) host.noteWaiting(waiter);
   }
 
   /** Answers the roll call of the stalled head with this waiter's ticket. */
@@ -439,7 +448,10 @@ export class RemoteAcquisition {
       this.host.history.forgetObservation(waiter.storedKey);
       return;
     }
-    if (!this.schedule.noteTimingView(record, monotonicNow(), this.ticket)) return;
+    if (!this.schedule.noteTimingView(record, monotonicNow(), this.ticket)) {
+      if (this.observed && record?.rvn !== this.observed.rvn) this.recheck = true;
+      return;
+    }
     // The version watched is gone: a pass or a roll call at it would only fail.
     if (this.observed && this.observed.rvn !== record?.rvn) {
       this.observed = undefined;
@@ -454,6 +466,7 @@ export class RemoteAcquisition {
     const current = record ?? { key: waiter.storedKey };
     this.current = current;
     this.known = true;
+    this.recheck = false;
     // The last ticket taken is this waiter's (a retried enqueue learns it from the item too).
     if (this.ticket === undefined && this.enqueued && current.tailToken === waiter.token && current.tail !== undefined) {
       this.ticket = current.tail - 1;
@@ -490,9 +503,9 @@ export class RemoteAcquisition {
 
   /**
    * How long to wait before the next read: as the schedule times it, and never past the roll call
-   * or the pass of a head that stalls (`watchDue`: that is what the read is for), nor past the deadline.
+   * or the pass of a head that stalls, nor past the deadline.
    */
-  private pollDelay(far: boolean): { delay: number; watchDue: boolean } {
+  private pollDelay(far: boolean): number {
     const now = monotonicNow();
     // A promoted lease counts from the last strongly consistent answer that showed another
     // holder: one older than a quarter of the claim lease would make the waiter write soon after
@@ -500,19 +513,27 @@ export class RemoteAcquisition {
     const claimMs = this.claimMs();
     const plan = { ticket: this.ticket, viewAgeMs: now - this.lastNotMineAt, viewValidMs: claimMs / 4, far, farReadMs: claimMs / 2 };
     let delay = this.schedule.delay(now, plan);
-    let watchDue = false;
-    const { observed } = this;
-    if (observed) {
-      // A waiter that sees the head stall answers the roll call half-way through, wherever it
-      // is in line, so the pass goes to the first live ticket.
-      const answers = this.ticket !== undefined && observed.version !== this.markedAlive;
-      const rollCall = answers ? observed.leaseMs / 2 : observed.leaseMs;
-      const due = Math.max(0, observed.at + rollCall - now);
-      watchDue = due <= delay;
-      delay = Math.min(delay, due);
-    }
+    const due = this.watchDueAt();
+    if (due !== undefined) delay = Math.min(delay, Math.max(0, due - now));
     if (!this.quiet) delay = Math.min(delay, this.waiter.deadline - now);
-    return { delay: Math.max(0, delay), watchDue };
+    return Math.max(0, delay);
+  }
+
+  /**
+   * When the watched head's roll call falls due (a waiter that sees it stall answers half-way
+   * through, wherever it is in line, so the pass goes to the first live ticket), or its pass.
+   */
+  private watchDueAt(): number | undefined {
+    const { observed } = this;
+    if (!observed) return undefined;
+    const answers = this.ticket !== undefined && observed.version !== this.markedAlive;
+    return observed.at + (answers ? observed.leaseMs / 2 : observed.leaseMs);
+  }
+
+  /** Whether the roll call or the pass falls due by the time a read sent now is answered. */
+  private watchDue(): boolean {
+    const due = this.watchDueAt();
+    return due !== undefined && monotonicNow() + this.host.history.roundTrip() >= due;
   }
 
   /**

@@ -62,9 +62,10 @@ describeEachServer('eventually consistent reads while waiting', (server) => {
 
   it('an old copy showing a waiter served, after it was passed, never makes it hold: its lease counts from its last strongly consistent answer', async () => {
     const key = 'stale-served';
-    // 1.5 s leases: a promoted waiter that does not show up is passed after a 1.5 s claim lease.
-    // The sleeper's requests may take 10 s: its held read is answered, not timed out.
-    const holder = fixture.manager({ ownerName: 'holder', leaseDuration: 1_500 });
+    // The waiters' 1.5 s leases: a promoted waiter that does not show up is passed after a 1.5 s
+    // claim lease (the holder's long lease survives a slow moment of the server). The sleeper's
+    // requests may take 10 s: its held read is answered, not timed out.
+    const holder = fixture.manager({ ownerName: 'holder', leaseDuration: 20_000 });
     const sleeper = fixture.manager({ ownerName: 'sleeper', leaseDuration: 1_500, requestTimeout: '10s' });
     const next = fixture.manager({ ownerName: 'next', leaseDuration: 1_500 });
     const reads = controlReads(sleeper.client);

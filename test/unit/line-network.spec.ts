@@ -199,6 +199,8 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
       expect(line.readUnitsPerAcquisition).toBeLessThanOrEqual(maxReadUnits);
       // 20 s is about two turns each at N = 200: shares are judged at N = 64.
       if (n <= 64) expect(line.smallestShare).toBeGreaterThanOrEqual(0.8);
+      // Holds of 20–45 ms and round trips of 8–48 ms: a turn takes about 50 ms (no waiter sleeping through its turn).
+      expect(line.fractionOfHold).toBeGreaterThan(0.33);
     },
     120_000,
   );
