@@ -375,10 +375,16 @@ export class LockManager {
     return record && isHeld(record) ? this.toInfo(record) : null;
   }
 
-  /** Every held lock whose key starts with `prefix` (a Scan: for tools and diagnostics). */
+  /**
+   * Every held lock whose key starts with `prefix`, sorted by key: mutexes, and semaphores with at
+   * least one holder (each as `inspect()` reports it: `holders`, `limit`, `waiting`). Scans the
+   * table (two Scans when the store keeps semaphores): for tools and diagnostics, not hot paths.
+   */
   async list(prefix = ''): Promise<LockInfo[]> {
+    const storedPrefix = this.options.keyPrefix + prefix;
     const found: LockInfo[] = [];
-    for await (const record of this.store.scanHeld(this.options.keyPrefix + prefix)) found.push(this.toInfo(record));
+    for await (const record of this.store.scanHeld(storedPrefix)) found.push(this.toInfo(record));
+    found.push(...(await this.semaphores.list(storedPrefix, (storedKey) => storedKey.slice(this.options.keyPrefix.length))));
     return found.sort((a, b) => a.key.localeCompare(b.key));
   }
 

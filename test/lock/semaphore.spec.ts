@@ -148,6 +148,28 @@ function semaphoreSuite(name: string, setup: () => Managers): void {
       expect(await a.inspect(key)).toBeNull();
     });
 
+    it('list() reports semaphores with holders next to mutexes, each semaphore as inspect() does, and no free one', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('list');
+      const one = await a.acquire(key, { limit: 3 });
+      const two = await b.acquire(key, { limit: 3 });
+      const mutex = await a.acquire(`${key}-mutex`);
+      const freed = await a.acquire(`${key}-freed`, { limit: 2 });
+      await freed.release();
+      const listed = await b.list(key);
+      expect(listed.map((info) => info.key)).toEqual([key, `${key}-mutex`]);
+      expect(listed[0]).toEqual(await a.inspect(key));
+      expect(listed[0]).toMatchObject({ key, limit: 3, waiting: 0, fencingToken: two.fencingToken });
+      expect(listed[0]!.holders?.map((h) => [h.key, h.owner, h.fencingToken])).toEqual([
+        [key, 'instance-0', one.fencingToken],
+        [key, 'instance-1', two.fencingToken],
+      ]);
+      expect(listed[1]).toMatchObject({ key: `${key}-mutex`, owner: 'instance-0', fencingToken: mutex.fencingToken });
+      expect(listed[1]!.limit).toBeUndefined();
+      await Promise.all([one.release(), two.release(), mutex.release()]);
+      expect(await a.list(key)).toEqual([]);
+    });
+
     it('a different limit for the same key, or the key as a mutex too, is a clear error', async () => {
       const [a, b] = setup()(2);
       const key = newKey('mixed');
