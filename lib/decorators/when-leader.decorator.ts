@@ -1,3 +1,4 @@
+import { of, type Observable } from 'rxjs';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import { WHEN_LEADER_NAME_INVALID, WHEN_LEADER_NOT_A_METHOD, WHEN_LEADER_STATIC, WITH_LOCK_NO_INSTANCE } from '../errors/lock.messages';
 import { internalsOf } from '../core/lock.internals';
@@ -6,7 +7,7 @@ import type { Leadership } from '../leadership/leadership';
 import type { LockService } from '../lock.service';
 import { MAX_DURATION_MS } from '../utils/duration';
 import { copyMetadata } from './copy-metadata';
-import { isAsync } from './with-lock.decorator';
+import { isAsync, isObservableType } from './with-lock.decorator';
 import { injectLockService, lockServiceMissing, lockServiceOf, WHEN_LEADER_METHODS } from './lock-service.injection';
 
 type Method = (this: object, ...args: unknown[]) => unknown;
@@ -21,16 +22,22 @@ export interface WhenLeaderMethod {
   readonly options: WhenLeaderOptions | undefined;
 }
 
-/** A skipped call returns (or resolves to) `undefined`: the method's declared result must allow it. */
+/**
+ * A skipped call returns (or resolves to) `undefined`, and an Observable method's emits it: the
+ * method's declared result must allow it (`Promise<T | undefined>`, `Observable<T | undefined>`).
+ */
 export type LeaderSkipSafe<T> = T extends (...args: never[]) => infer R
-  ? undefined extends Awaited<R>
+  ? undefined extends (R extends Observable<infer V> ? V : Awaited<R>)
     ? unknown
     : LeaderSkipUnsafe
   : unknown;
 
 /** The compile error of a `@WhenLeader` method whose declared result cannot be `undefined`. */
 export interface LeaderSkipUnsafe {
-  /** Declare the result as `Promise<T | undefined>` (or `T | undefined`): a follower's call returns `undefined`. */
+  /**
+   * Declare the result as `Promise<T | undefined>` (or `T | undefined`, `Observable<T | undefined>`):
+   * a follower's call returns `undefined` (an Observable emits it).
+   */
   readonly '@WhenLeader: a follower returns undefined: declare Promise<T | undefined>': never;
 }
 
@@ -46,7 +53,9 @@ const campaigns = new WeakMap<object, Map<string, Leadership>>();
 
 /**
  * Runs the method only while this instance leads `name`; on the others (followers) a call returns
- * `undefined` (an `async` method resolves to it) without running it and without any request: it
+ * `undefined` (an `async` method resolves to it; a method declared `: Observable<T>` returns an
+ * Observable that emits `undefined` and completes, as `@WithLock`'s `onBusy: 'skip'` does) without
+ * running it and without any request: it
  * checks the local state of the campaign, whose lease counts on the local monotonic clock.
  *
  * The campaign for each name starts at application bootstrap and ends at shutdown (releasing the
@@ -82,7 +91,12 @@ export function WhenLeader(name: string, options?: WhenLeaderOptions): WhenLeade
     }
     const original = descriptor.value as unknown as Method;
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
-    const skipped = isAsync(original) || returnType === Promise ? () => Promise.resolve(undefined) : () => undefined;
+    // As `@WithLock`'s skip does: a declared Observable emits `undefined` and completes.
+    const skipped = isObservableType(returnType)
+      ? () => of(undefined)
+      : isAsync(original) || returnType === Promise
+        ? () => Promise.resolve(undefined)
+        : () => undefined;
 
     const wrapper = {
       [propertyKey as string](this: object, ...args: unknown[]): unknown {
