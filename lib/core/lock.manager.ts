@@ -120,6 +120,7 @@ export class LockManager {
         const storedKey = toStoredKey(campaign.settings.name, this.options.keyPrefix);
         if (this.campaigns.get(storedKey)?.campaign === campaign) this.campaigns.delete(storedKey);
       },
+      emit: (event) => events.emit(event),
     };
     this.semaphores = new Semaphores({
       options: this.options,

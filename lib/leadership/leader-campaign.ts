@@ -2,6 +2,7 @@ import type { Lock } from '../core/lock';
 import type { KeyView } from '../core/key.watcher';
 import { DynamoLockError, LockLostError } from '../errors/lock.errors';
 import { LEADERSHIP_ENDED, LEADERSHIP_LISTENER_FAILED, LEADERSHIP_NOT_LEADING, LEADERSHIP_RETRY } from '../errors/lock.messages';
+import type { LockEvent } from '../interfaces/lock-event.interface';
 import type { LockLogger } from '../interfaces/lock-logger.interface';
 import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';
 import { jitter, sleep } from '../utils/clock';
@@ -18,6 +19,8 @@ export interface CampaignHost {
   releaseQuietly(lock: Lock): Promise<void>;
   /** The campaign has ended: the manager forgets it. */
   ended(campaign: LeaderCampaign): void;
+  /** Passes an `elected` or `revoked` event to the manager's listeners (and telemetry). */
+  emit(event: LockEvent): void;
 }
 
 /** A caller of `whenLeader()` waiting for an election. */
@@ -172,11 +175,15 @@ export class LeaderCampaign {
     const waiters = this.waiters;
     this.waiters = [];
     for (const waiter of waiters) waiter.resolve(lock);
+    const term = { key: this.settings.name, owner: lock.owner, fencingToken: lock.fencingToken };
+    this.host.emit({ type: 'elected', ...term });
     this.tell('onElected', this.electedListeners, lock);
     if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
     this.term = undefined;
     const reason: unknown = signal.reason;
-    if (reason instanceof LockLostError) this.tell('onRevoked', this.revokedListeners, reason);
+    if (!(reason instanceof LockLostError)) return;
+    this.host.emit({ type: 'revoked', ...term, reason: reason.reason });
+    this.tell('onRevoked', this.revokedListeners, reason);
   }
 
   /** Calls each listener, logging (never rethrowing) what one throws. */
