@@ -45,6 +45,12 @@ interface ElectionWaiter {
 export class LeaderCampaign {
   /** Settles when the loop has stopped. */
   readonly done: Promise<void>;
+  /**
+   * The outcome of the first round: `true` when elected, `false` when another instance leads (or
+   * the campaign ended first). A failed request is retried, as by the loop.
+   */
+  readonly firstRound: Promise<boolean>;
+  private decide: ((elected: boolean) => void) | undefined;
   private term: Lock | undefined;
   /** The signal of the last term, aborted with the reason it ended. */
   private lastSignal: AbortSignal | undefined;
@@ -59,7 +65,8 @@ export class LeaderCampaign {
     private readonly host: CampaignHost,
     readonly settings: LeadSettings,
   ) {
-    this.done = this.run();
+    this.firstRound = new Promise((resolve) => (this.decide = resolve));
+    this.done = this.run().finally(() => this.decided(false));
   }
 
   /** The lock of the current term, while its lease holds on the local clock. */
@@ -146,12 +153,14 @@ export class LeaderCampaign {
         this.recovered();
         if (view.held && !view.orphan && view.unchangedMs < view.leaseMs) {
           // Reads timed by the lease: one per interval, and one when a silent leader's lease runs out.
+          this.decided(false);
           await this.pause(Math.min(this.settings.watchMs, view.leaseMs - view.unchangedMs + 1));
           continue;
         }
         const lock = await this.host.tryAcquire(this.settings);
         if (!lock) {
           // Another follower was faster, or the leader wrote meanwhile.
+          this.decided(false);
           await this.pause(this.settings.watchMs);
           continue;
         }
@@ -170,6 +179,7 @@ export class LeaderCampaign {
   /** Leads until the lock is lost, released or the campaign ends, telling the listeners. */
   private async serve(lock: Lock): Promise<void> {
     this.term = lock;
+    this.decided(true);
     const signal = lock.signal;
     this.lastSignal = signal;
     const waiters = this.waiters;
@@ -195,6 +205,12 @@ export class LeaderCampaign {
         this.host.logger.warn?.(LEADERSHIP_LISTENER_FAILED(this.settings.name, kind, error));
       }
     }
+  }
+
+  /** Settles {@link firstRound}, once. */
+  private decided(elected: boolean): void {
+    this.decide?.(elected);
+    this.decide = undefined;
   }
 
   /** Logs a failed request (a warning for the first of a series) and returns the pause before the next. */

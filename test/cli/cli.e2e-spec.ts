@@ -483,6 +483,28 @@ describeEachServer('dynamo-lock CLI', (server) => {
     });
   });
 
+  describe('lead --no-wait', () => {
+    it('exits 1 at once without running the command when another host leads; runs it when nobody does', async () => {
+      const lease = (await cli.run(['acquire', 'lead-now', '--owner', 'incumbent'])).stdout.trim();
+      const token = (JSON.parse((await cli.run(['inspect', 'lead-now', '--json'])).stdout) as { fencingToken: number }).fencingToken;
+      const marker = path.join(dir, 'lead-now.ran');
+      const command = script({ marker }, `fs.writeFileSync(marker, 'ran');`);
+      const busy = await cli.run(['lead', 'lead-now', '--no-wait', '--', ...command]);
+      expectExit(busy, 1);
+      expect(lines(busy.stderr)).toEqual([
+        `dynamo-lock: "lead-now" is led by "incumbent" (fencing token ${token}); not waiting (--no-wait).`,
+      ]);
+      expect(busy.ms).toBeLessThan(5_000);
+      expect(existsSync(marker)).toBe(false);
+      expectExit(await cli.run(['release', 'lead-now', lease]), 0);
+      const led = await cli.run(['lead', 'lead-now', '--no-wait', '--', ...command]);
+      expectExit(led, 0);
+      expect(readFileSync(marker, 'utf8')).toBe('ran');
+      // It resigned when the command exited.
+      expect((await cli.run(['inspect', 'lead-now', '--json'])).stdout).toBe('null\n');
+    });
+  });
+
   describe('inspect and list', () => {
     it('report holder, fencing token, times and data as JSON and as a table', async () => {
       const leases = new Map<string, string>();
