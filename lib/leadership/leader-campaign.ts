@@ -46,11 +46,12 @@ export class LeaderCampaign {
   /** Settles when the loop has stopped. */
   readonly done: Promise<void>;
   /**
-   * The outcome of the first round: `true` when elected, `false` when another instance leads (or
-   * the campaign ended first). A failed request is retried, as by the loop.
+   * The outcome of the first round: the term's lock when elected (it may be lost since), `null` when
+   * another instance leads. Rejects with the error of the first failed request (the loop itself
+   * retries it), or a `DynamoLockError` when the campaign ended first.
    */
-  readonly firstRound: Promise<boolean>;
-  private decide: ((elected: boolean) => void) | undefined;
+  readonly firstRound: Promise<Lock | null>;
+  private decide: { resolve(lock: Lock | null): void; reject(reason: unknown): void } | undefined;
   private term: Lock | undefined;
   /** The signal of the last term, aborted with the reason it ended. */
   private lastSignal: AbortSignal | undefined;
@@ -65,8 +66,10 @@ export class LeaderCampaign {
     private readonly host: CampaignHost,
     readonly settings: LeadSettings,
   ) {
-    this.firstRound = new Promise((resolve) => (this.decide = resolve));
-    this.done = this.run().finally(() => this.decided(false));
+    this.firstRound = new Promise((resolve, reject) => (this.decide = { resolve, reject }));
+    // Read only by `lead --no-wait`: a failure nobody awaits is not an unhandled rejection.
+    this.firstRound.catch(() => undefined);
+    this.done = this.run().finally(() => this.undecided(this.endedError()));
   }
 
   /** The lock of the current term, while its lease holds on the local clock. */
@@ -153,14 +156,14 @@ export class LeaderCampaign {
         this.recovered();
         if (view.held && !view.orphan && view.unchangedMs < view.leaseMs) {
           // Reads timed by the lease: one per interval, and one when a silent leader's lease runs out.
-          this.decided(false);
+          this.decided(null);
           await this.pause(Math.min(this.settings.watchMs, view.leaseMs - view.unchangedMs + 1));
           continue;
         }
         const lock = await this.host.tryAcquire(this.settings);
         if (!lock) {
           // Another follower was faster, or the leader wrote meanwhile.
-          this.decided(false);
+          this.decided(null);
           await this.pause(this.settings.watchMs);
           continue;
         }
@@ -171,6 +174,7 @@ export class LeaderCampaign {
         await this.serve(lock);
       } catch (error) {
         if (this.ended) break;
+        this.undecided(error);
         await this.pause(this.failed(error));
       }
     }
@@ -179,7 +183,7 @@ export class LeaderCampaign {
   /** Leads until the lock is lost, released or the campaign ends, telling the listeners. */
   private async serve(lock: Lock): Promise<void> {
     this.term = lock;
-    this.decided(true);
+    this.decided(lock);
     const signal = lock.signal;
     this.lastSignal = signal;
     const waiters = this.waiters;
@@ -207,9 +211,15 @@ export class LeaderCampaign {
     }
   }
 
-  /** Settles {@link firstRound}, once. */
-  private decided(elected: boolean): void {
-    this.decide?.(elected);
+  /** Resolves {@link firstRound}, unless it has settled. */
+  private decided(lock: Lock | null): void {
+    this.decide?.resolve(lock);
+    this.decide = undefined;
+  }
+
+  /** Rejects {@link firstRound}, unless it has settled. */
+  private undecided(reason: unknown): void {
+    this.decide?.reject(reason);
     this.decide = undefined;
   }
 

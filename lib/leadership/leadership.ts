@@ -11,10 +11,11 @@ export function createLeadership(campaign: LeaderCampaign): Leadership {
 }
 
 /**
- * The outcome of a campaign's first round: `true` when elected, `false` when another instance
- * leads (or the campaign ended first). For the CLI's `lead --no-wait`; not part of the public API.
+ * The outcome of a campaign's first round: the term's lock when elected, `null` when another
+ * instance leads; rejects on the first failed request, or when the campaign ended first. For the
+ * CLI's `lead --no-wait`; not part of the public API.
  */
-export function firstRoundOf(leadership: Leadership): Promise<boolean> {
+export function firstRoundOf(leadership: Leadership): Promise<Lock | null> {
   return campaignOf(leadership).firstRound;
 }
 

@@ -8,6 +8,7 @@ import { ExitCode } from '../exit-codes';
 import { parseDataOption, parseDurationOption } from '../options';
 import type { Session } from '../session';
 import { firstRoundOf, type Leadership } from '../../leadership/leadership';
+import { untilAborted } from '../../utils/clock';
 
 const EXAMPLES = `
 Campaigns for the leadership NAME among the hosts running the same command: one of them leads
@@ -25,8 +26,9 @@ Examples:
   $ dynamo-lock lead nightly --no-wait -- ./nightly.sh || echo "another host leads now"
 
 Exit status: COMMAND's own (128 + N if signal N ended it), 1 if not elected within --wait
-(with --no-wait: if another host leads now),
-3 if leadership was lost while COMMAND ran, 127 if COMMAND was not found.`;
+(with --no-wait: if another host leads now, even a crashed one whose lease has not run out),
+3 if leadership was lost while COMMAND ran, 4 if DynamoDB fails (with --no-wait: at the campaign's
+first request), 127 if COMMAND was not found.`;
 
 interface LeadCommandOptions {
   leaseDuration: string;
@@ -52,7 +54,7 @@ export function registerLead(program: Command, runner: CommandRunner): void {
     )
     .addOption(new Option('--watch-interval <duration>', 'how often a follower reads the lock (default: a third of the lease)'))
     .addOption(new Option('-w, --wait <duration>', 'give up (exit 1) if not elected after this long (default: campaign without limit)'))
-    .addOption(new Option('-n, --no-wait', 'exit 1 at once if another host leads now'))
+    .addOption(new Option('-n, --no-wait', 'exit 1 at once if another host leads now (4 if DynamoDB fails)'))
     .addOption(new Option('--data <json>', "JSON stored with the leader's lock and shown by inspect and list"))
     .option('--kill-after <duration>', 'after leadership is lost: how long COMMAND has between SIGTERM and SIGKILL', '10s')
     .addHelpText('after', EXAMPLES)
@@ -113,12 +115,16 @@ async function elected(session: Session, leadership: Leadership, waitMs: number 
 
 /**
  * `--no-wait`: the lock of the term when the campaign's first round elects this host.
- * @throws CliError with exit code 1 when another host leads now.
+ * @throws CliError with exit code 1 when another host leads now; the interrupt's reason on a
+ * signal; the `LockLostError` of a term lost before the command starts (exit code 3); the first
+ * failed request's error (exit code 4), as `exec --no-wait` does: the campaign would retry it.
  */
 async function electedNow(session: Session, leadership: Leadership, interrupt: AbortSignal): Promise<Lock> {
-  const elected = await firstRoundOf(leadership);
-  interrupt.throwIfAborted();
-  if (elected) return leadership.whenLeader(interrupt);
+  const lock = await untilAborted(interrupt, firstRoundOf(leadership));
+  if (lock) {
+    if (lock.signal.aborted) throw lock.signal.reason;
+    return lock;
+  }
   const holder = await session.manager.inspect(leadership.name).catch(() => null);
   throw new CliError(LED_ELSEWHERE(leadership.name, holder), ExitCode.busy);
 }
