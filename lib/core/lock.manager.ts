@@ -378,14 +378,17 @@ export class LockManager {
 
   /**
    * Every held lock whose key starts with `prefix`, sorted by key: mutexes, and semaphores with at
-   * least one holder (each as `inspect()` reports it: `holders`, `limit`, `waiting`). Scans the
-   * table (two Scans when the store keeps semaphores): for tools and diagnostics, not hot paths.
+   * least one holder (each as `inspect()` reports it: `holders`, `limit`, `waiting`). Costly: the
+   * DynamoDB store sends two paginated, strongly consistent Scans of the whole table (one for
+   * mutexes, one for semaphores, even when no semaphore exists), and DynamoDB bills every item each
+   * Scan reads, matched by `prefix` or not. For tools and diagnostics, not hot paths. A custom
+   * semaphore store without `scanHeld` lists no semaphore.
    */
   async list(prefix = ''): Promise<LockInfo[]> {
     const storedPrefix = this.options.keyPrefix + prefix;
     const found: LockInfo[] = [];
     for await (const record of this.store.scanHeld(storedPrefix)) found.push(this.toInfo(record));
-    found.push(...(await this.semaphores.list(storedPrefix, (storedKey) => storedKey.slice(this.options.keyPrefix.length))));
+    found.push(...(await this.semaphores.list(this.options.keyPrefix, prefix)));
     return found.sort((a, b) => a.key.localeCompare(b.key));
   }
 

@@ -187,17 +187,19 @@ export class Semaphores {
   }
 
   /**
-   * Every semaphore with holders whose stored key (mutex form) starts with `storedPrefix`, as
-   * `inspect()` reports each; `keyOf` turns a stored key (mutex form) back into the user's key.
+   * Every semaphore with holders whose key starts with `prefix`, as `inspect()` reports each
+   * (`keyPrefix`: the manager's option, stripped from the stored keys). Empty when the store keeps
+   * no semaphores, or its semaphore store cannot scan (`scanHeld` is optional).
    */
-  async list(storedPrefix: string, keyOf: (storedKey: string) => string): Promise<LockInfo[]> {
+  async list(keyPrefix: string, prefix: string): Promise<LockInfo[]> {
     const store = this.deps.store.semaphores;
-    if (!store) return [];
+    if (!store?.scanHeld) return [];
     const found: LockInfo[] = [];
-    for await (const record of store.scanHeld(storedPrefix)) {
-      // A mutex key that happens to end like a semaphore's is not one (its item has no holders).
-      if (!record.key.endsWith(SEMAPHORE_KEY_SUFFIX)) continue;
-      const info = semaphoreInfo(keyOf(record.key.slice(0, -SEMAPHORE_KEY_SUFFIX.length)), record);
+    for await (const record of store.scanHeld(keyPrefix + prefix)) {
+      const key = record.key.slice(keyPrefix.length, -SEMAPHORE_KEY_SUFFIX.length);
+      // The scanned prefix can reach into the suffix ("jobs\u001f" matches semaphore "jobs").
+      if (!key.startsWith(prefix)) continue;
+      const info = semaphoreInfo(key, record);
       if (info) found.push(info);
     }
     return found;

@@ -213,7 +213,7 @@ export function semaphoreStoreContract(name: string, makeStore: () => Promise<Se
       expect(await store.release(`${prefix}emptied`, emptied.token, LEASE)).toBe(true);
       await grant(`${prefix.slice(0, -1)}-outside`, undefined);
       const found: SemaphoreRecord[] = [];
-      for await (const record of store.scanHeld(prefix)) found.push(record);
+      for await (const record of store.scanHeld!(prefix)) found.push(record);
       expect(found.map((r) => r.key)).toEqual([`${prefix}two`]);
       expect(found[0]).toMatchObject({ limit: LIMIT, count: 2 });
       expect(found[0]!.holders.map((h) => h.token)).toEqual([first.token, second.token]);
