@@ -1,6 +1,12 @@
-import { of, type Observable } from 'rxjs';
+import { isObservable, of, type Observable } from 'rxjs';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
-import { WHEN_LEADER_NAME_INVALID, WHEN_LEADER_NOT_A_METHOD, WHEN_LEADER_STATIC, WITH_LOCK_NO_INSTANCE } from '../errors/lock.messages';
+import {
+  WHEN_LEADER_NAME_INVALID,
+  WHEN_LEADER_NOT_A_METHOD,
+  WHEN_LEADER_OBSERVABLE_UNDECLARED,
+  WHEN_LEADER_STATIC,
+  WITH_LOCK_NO_INSTANCE,
+} from '../errors/lock.messages';
 import { internalsOf } from '../core/lock.internals';
 import { type LeadOptions, resolveLeadOptions } from '../leadership/lead-options';
 import type { Leadership } from '../leadership/leadership';
@@ -58,6 +64,11 @@ const campaigns = new WeakMap<object, Map<string, Leadership>>();
  * running it and without any request: it
  * checks the local state of the campaign, whose lease counts on the local monotonic clock.
  *
+ * An Observable method must declare its result (`: Observable<T | undefined>`, with `Observable`
+ * imported as a value, not `import type`, and `emitDecoratorMetadata` on): the follower's result is
+ * chosen from that declaration. On the leader, an Observable returned by a method whose declared
+ * result could not be read (inferred, a type alias, `import type`) throws a `LockValidationError`.
+ *
  * The campaign for each name starts at application bootstrap and ends at shutdown (releasing the
  * leadership, so another instance takes over within one watch interval). It is the one
  * `LockService.lead(name)` returns, shared by every method with the same name. Inside the method,
@@ -91,8 +102,9 @@ export function WhenLeader(name: string, options?: WhenLeaderOptions): WhenLeade
     }
     const original = descriptor.value as unknown as Method;
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
+    const observableDeclared = isObservableType(returnType);
     // As `@WithLock`'s skip does: a declared Observable emits `undefined` and completes.
-    const skipped = isObservableType(returnType)
+    const skipped = observableDeclared
       ? () => of(undefined)
       : isAsync(original) || returnType === Promise
         ? () => Promise.resolve(undefined)
@@ -105,7 +117,10 @@ export function WhenLeader(name: string, options?: WhenLeaderOptions): WhenLeade
         if (!service) throw lockServiceMissing(this.constructor);
         const lock = leadershipOf(this, service, name, options)?.lock;
         if (!lock) return skipped();
-        return internalsOf(service).runHolding(lock, () => original.apply(this, args));
+        const result = internalsOf(service).runHolding(lock, () => original.apply(this, args));
+        // A follower's call would have returned undefined: said on the leader, as @WithLock says it.
+        if (!observableDeclared && isObservable(result)) throw new LockValidationError(WHEN_LEADER_OBSERVABLE_UNDECLARED(where));
+        return result;
       },
     }[propertyKey as string];
     Object.defineProperty(wrapper, 'length', { value: original.length });
