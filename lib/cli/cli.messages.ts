@@ -60,6 +60,9 @@ export const NOT_ELECTED = (name: string, holder: LockInfo | null, waitedMs: num
   `not elected leader of ${quote(name)} within ${formatDuration(waitedMs)}: ` +
   (holder ? `${quote(holder.owner)} leads (fencing token ${holder.fencingToken}).` : 'no leader was seen at the last read.');
 
+export const LED_ELSEWHERE = (name: string, holder: LockInfo | null) =>
+  `${quote(name)} is led by ${holder ? `${quote(holder.owner)} (fencing token ${holder.fencingToken})` : 'another instance'}; not waiting (--no-wait).`;
+
 export const FOLLOWING = (name: string, holder: LockInfo | null) =>
   `${quote(name)} is led by ${holder ? quote(holder.owner) : 'another instance'}; following (the command starts when this host is elected).`;
 
@@ -170,7 +173,8 @@ export const EXIT_CODES_HELP = () =>
     `  130  interrupted while waiting (128 + signal number; 143 for SIGTERM, 129 for SIGHUP)`,
     `  exec exits with its command's exit code (128 + N if signal N ended it; ${ExitCode.commandNotFound} if the command`,
     `  was not found, ${ExitCode.commandNotExecutable} if it could not be run); ${ExitCode.lost} if the lock was lost while it ran.`,
-    `  lead exits likewise once its command ends; ${ExitCode.lost} if leadership was lost while it ran, ${ExitCode.busy} if not elected within --wait.`,
+    `  lead exits likewise once its command ends; ${ExitCode.lost} if leadership was lost while it ran, ${ExitCode.busy} if not elected within --wait`,
+    `  (or, with --no-wait, if another host leads).`,
   ].join('\n');
 
 /** Environment variables shown by `--help`. */

@@ -120,6 +120,7 @@ export class LockManager {
         const storedKey = toStoredKey(campaign.settings.name, this.options.keyPrefix);
         if (this.campaigns.get(storedKey)?.campaign === campaign) this.campaigns.delete(storedKey);
       },
+      emit: (event) => events.emit(event),
     };
     this.semaphores = new Semaphores({
       options: this.options,
@@ -375,10 +376,19 @@ export class LockManager {
     return record && isHeld(record) ? this.toInfo(record) : null;
   }
 
-  /** Every held lock whose key starts with `prefix` (a Scan: for tools and diagnostics). */
+  /**
+   * Every held lock whose key starts with `prefix`, sorted by key: mutexes, and semaphores with at
+   * least one holder (each as `inspect()` reports it: `holders`, `limit`, `waiting`). Costly: the
+   * DynamoDB store sends two paginated, strongly consistent Scans of the whole table (one for
+   * mutexes, one for semaphores, even when no semaphore exists), and DynamoDB bills every item each
+   * Scan reads, matched by `prefix` or not. For tools and diagnostics, not hot paths. A custom
+   * semaphore store without `scanHeld` lists no semaphore.
+   */
   async list(prefix = ''): Promise<LockInfo[]> {
+    const storedPrefix = this.options.keyPrefix + prefix;
     const found: LockInfo[] = [];
-    for await (const record of this.store.scanHeld(this.options.keyPrefix + prefix)) found.push(this.toInfo(record));
+    for await (const record of this.store.scanHeld(storedPrefix)) found.push(this.toInfo(record));
+    found.push(...(await this.semaphores.list(this.options.keyPrefix, prefix)));
     return found.sort((a, b) => a.key.localeCompare(b.key));
   }
 

@@ -183,16 +183,26 @@ export class Semaphores {
   /** The holders of a semaphore (one strongly consistent read), or `null` when nobody holds it. */
   async inspect(key: string, storedKey: string): Promise<LockInfo | null> {
     const record = await this.deps.store.semaphores?.read(semaphoreKeyOf(storedKey));
-    if (!record || record.holders.length === 0) return null;
-    const holders: LockInfo[] = record.holders.map((h) => ({
-      key,
-      owner: h.owner,
-      fencingToken: h.fencingToken,
-      acquiredAt: new Date(h.acquiredAt),
-      updatedAt: new Date(h.updatedAt),
-      leaseDuration: h.leaseMs,
-    }));
-    return { ...holders[holders.length - 1], limit: record.limit, holders, waiting: semaphoreWaiting(record) };
+    return record ? semaphoreInfo(key, record) : null;
+  }
+
+  /**
+   * Every semaphore with holders whose key starts with `prefix`, as `inspect()` reports each
+   * (`keyPrefix`: the manager's option, stripped from the stored keys). Empty when the store keeps
+   * no semaphores, or its semaphore store cannot scan (`scanHeld` is optional).
+   */
+  async list(keyPrefix: string, prefix: string): Promise<LockInfo[]> {
+    const store = this.deps.store.semaphores;
+    if (!store?.scanHeld) return [];
+    const found: LockInfo[] = [];
+    for await (const record of store.scanHeld(keyPrefix + prefix)) {
+      const key = record.key.slice(keyPrefix.length, -SEMAPHORE_KEY_SUFFIX.length);
+      // The scanned prefix can reach into the suffix ("jobs\u001f" matches semaphore "jobs").
+      if (!key.startsWith(prefix)) continue;
+      const info = semaphoreInfo(key, record);
+      if (info) found.push(info);
+    }
+    return found;
   }
 
   /** At shutdown: settles waiting callers with `error`, releases every slot held, stops the heartbeat timer. */
@@ -205,6 +215,23 @@ export class Semaphores {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     this.keeper.close();
   }
+}
+
+/**
+ * What `inspect()` and `list()` tell about a semaphore: the newest holder's fields, its limit, every
+ * holder (oldest grant first) and the callers in line; `null` when nobody holds it.
+ */
+function semaphoreInfo(key: string, record: SemaphoreRecord): LockInfo | null {
+  if (record.holders.length === 0) return null;
+  const holders: LockInfo[] = record.holders.map((h) => ({
+    key,
+    owner: h.owner,
+    fencingToken: h.fencingToken,
+    acquiredAt: new Date(h.acquiredAt),
+    updatedAt: new Date(h.updatedAt),
+    leaseDuration: h.leaseMs,
+  }));
+  return { ...holders[holders.length - 1], limit: record.limit, holders, waiting: semaphoreWaiting(record) };
 }
 
 /**

@@ -1,12 +1,19 @@
+import { isObservable, of, type Observable } from 'rxjs';
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
-import { WHEN_LEADER_NAME_INVALID, WHEN_LEADER_NOT_A_METHOD, WHEN_LEADER_STATIC, WITH_LOCK_NO_INSTANCE } from '../errors/lock.messages';
+import {
+  WHEN_LEADER_NAME_INVALID,
+  WHEN_LEADER_NOT_A_METHOD,
+  WHEN_LEADER_OBSERVABLE_UNDECLARED,
+  WHEN_LEADER_STATIC,
+  WITH_LOCK_NO_INSTANCE,
+} from '../errors/lock.messages';
 import { internalsOf } from '../core/lock.internals';
 import { type LeadOptions, resolveLeadOptions } from '../leadership/lead-options';
 import type { Leadership } from '../leadership/leadership';
 import type { LockService } from '../lock.service';
 import { MAX_DURATION_MS } from '../utils/duration';
 import { copyMetadata } from './copy-metadata';
-import { isAsync } from './with-lock.decorator';
+import { isAsync, isObservableType } from './with-lock.decorator';
 import { injectLockService, lockServiceMissing, lockServiceOf, WHEN_LEADER_METHODS } from './lock-service.injection';
 
 type Method = (this: object, ...args: unknown[]) => unknown;
@@ -21,16 +28,22 @@ export interface WhenLeaderMethod {
   readonly options: WhenLeaderOptions | undefined;
 }
 
-/** A skipped call returns (or resolves to) `undefined`: the method's declared result must allow it. */
+/**
+ * A skipped call returns (or resolves to) `undefined`, and an Observable method's emits it: the
+ * method's declared result must allow it (`Promise<T | undefined>`, `Observable<T | undefined>`).
+ */
 export type LeaderSkipSafe<T> = T extends (...args: never[]) => infer R
-  ? undefined extends Awaited<R>
+  ? undefined extends (R extends Observable<infer V> ? V : Awaited<R>)
     ? unknown
     : LeaderSkipUnsafe
   : unknown;
 
 /** The compile error of a `@WhenLeader` method whose declared result cannot be `undefined`. */
 export interface LeaderSkipUnsafe {
-  /** Declare the result as `Promise<T | undefined>` (or `T | undefined`): a follower's call returns `undefined`. */
+  /**
+   * Declare the result as `Promise<T | undefined>` (or `T | undefined`, `Observable<T | undefined>`):
+   * a follower's call returns `undefined` (an Observable emits it).
+   */
   readonly '@WhenLeader: a follower returns undefined: declare Promise<T | undefined>': never;
 }
 
@@ -46,8 +59,15 @@ const campaigns = new WeakMap<object, Map<string, Leadership>>();
 
 /**
  * Runs the method only while this instance leads `name`; on the others (followers) a call returns
- * `undefined` (an `async` method resolves to it) without running it and without any request: it
+ * `undefined` (an `async` method resolves to it; a method declared `: Observable<T>` returns an
+ * Observable that emits `undefined` and completes, as `@WithLock`'s `onBusy: 'skip'` does) without
+ * running it and without any request: it
  * checks the local state of the campaign, whose lease counts on the local monotonic clock.
+ *
+ * An Observable method must declare its result (`: Observable<T | undefined>`, with `Observable`
+ * imported as a value, not `import type`, and `emitDecoratorMetadata` on): the follower's result is
+ * chosen from that declaration. On the leader, an Observable returned by a method whose declared
+ * result could not be read (inferred, a type alias, `import type`) throws a `LockValidationError`.
  *
  * The campaign for each name starts at application bootstrap and ends at shutdown (releasing the
  * leadership, so another instance takes over within one watch interval). It is the one
@@ -82,7 +102,13 @@ export function WhenLeader(name: string, options?: WhenLeaderOptions): WhenLeade
     }
     const original = descriptor.value as unknown as Method;
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
-    const skipped = isAsync(original) || returnType === Promise ? () => Promise.resolve(undefined) : () => undefined;
+    const observableDeclared = isObservableType(returnType);
+    // As `@WithLock`'s skip does: a declared Observable emits `undefined` and completes.
+    const skipped = observableDeclared
+      ? () => of(undefined)
+      : isAsync(original) || returnType === Promise
+        ? () => Promise.resolve(undefined)
+        : () => undefined;
 
     const wrapper = {
       [propertyKey as string](this: object, ...args: unknown[]): unknown {
@@ -91,7 +117,10 @@ export function WhenLeader(name: string, options?: WhenLeaderOptions): WhenLeade
         if (!service) throw lockServiceMissing(this.constructor);
         const lock = leadershipOf(this, service, name, options)?.lock;
         if (!lock) return skipped();
-        return internalsOf(service).runHolding(lock, () => original.apply(this, args));
+        const result = internalsOf(service).runHolding(lock, () => original.apply(this, args));
+        // A follower's call would have returned undefined: said on the leader, as @WithLock says it.
+        if (!observableDeclared && isObservable(result)) throw new LockValidationError(WHEN_LEADER_OBSERVABLE_UNDECLARED(where));
+        return result;
       },
     }[propertyKey as string];
     Object.defineProperty(wrapper, 'length', { value: original.length });

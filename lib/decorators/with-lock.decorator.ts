@@ -246,6 +246,7 @@ function typeName(type: { readonly name: string }): string {
   return type.name || 'an anonymous class';
 }
 
-function isObservableType(type: unknown): boolean {
+/** Whether a declared result type (`design:returntype`) is `Observable` or a subclass of it. */
+export function isObservableType(type: unknown): boolean {
   return typeof type === 'function' && (type === Observable || type.prototype instanceof Observable);
 }

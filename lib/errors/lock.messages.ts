@@ -394,5 +394,8 @@ export const WHEN_LEADER_NOT_A_METHOD = (where: string) =>
 export const WHEN_LEADER_STATIC = (where: string) =>
   `@WhenLeader on ${where}: static methods are not supported; decorate an instance method of a provider or controller.`;
 
+export const WHEN_LEADER_OBSERVABLE_UNDECLARED = (where: string) =>
+  `@WhenLeader on ${where}: the method returned an Observable, but its declared result could not be read (no decorator metadata, an inferred result, or a type alias, \`import type\` or union in the declaration), so a follower's call would return undefined, not an Observable. Declare \`: Observable<T | undefined>\` with Observable imported as a value (and emitDecoratorMetadata on), or return a Promise (e.g. lastValueFrom(...)).`;
+
 export const WHEN_LEADER_SERVICE_MISSING = (className: string, method?: string) =>
   `${className}${method ? `.${method}` : ''} uses @WhenLeader, but no LockService is available to it. Import DynamoLockModule.forRoot() (or forRootAsync(), or forTesting() in tests) in your root module (it is global unless isGlobal: false; then import it in ${className}'s module), and let Nest create ${className} (do not construct it with new).`;

@@ -29,6 +29,8 @@ export interface LockEventBase {
  * One acquisition emits, in order: `waiting` (only when the key was busy and the call waits),
  * `takeover` (only when the previous holder's lease ran out), then `acquired` or `busy`;
  * while held, `extended` and `retry`; at the end `released`, `release-failed` or `lost`.
+ * A leadership campaign (`lead()`, `@WhenLeader`) adds `elected` after its term's `acquired`, and
+ * `revoked` as soon as the term's signal aborts (a `released` event follows once the release is written).
  * An acquisition that fails with an error (DynamoDB, the caller's signal, shutdown) emits
  * no outcome: the caller gets the error.
  */
@@ -46,7 +48,14 @@ export type LockEvent =
    * on its own.
    */
   | (LockEventBase & { type: 'release-failed'; fencingToken: number; heldMs: number; outcome: 'not-held' | 'error'; error?: unknown })
-  | (LockEventBase & { type: 'retry'; operation: 'acquire' | 'heartbeat'; error: unknown; delayMs: number });
+  | (LockEventBase & { type: 'retry'; operation: 'acquire' | 'heartbeat'; error: unknown; delayMs: number })
+  /** This process was elected leader of `key` (a `lead()` or `@WhenLeader` campaign), with the term's lock. */
+  | (LockEventBase & { type: 'elected'; fencingToken: number })
+  /**
+   * A term of this process as leader of `key` ended: lost (`expired`, `taken`, `gone`), resigned
+   * (`released`) or shut down (`shutdown`). Unless resigned or shut down, the campaign goes on.
+   */
+  | (LockEventBase & { type: 'revoked'; fencingToken: number; reason: LockLostReason });
 
 /** The `type` of a {@link LockEvent}. */
 export type LockEventType = LockEvent['type'];

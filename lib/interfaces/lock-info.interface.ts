@@ -1,4 +1,7 @@
-/** What `inspect()` tells about a held lock. */
+/**
+ * What `inspect()` tells about a held lock, and `list()` about each held lock: a mutex, or a
+ * counting semaphore with holders (then with `limit`, `holders` and `waiting`).
+ */
 export interface LockInfo {
   /** The key as given to `acquire()` (without the key prefix). */
   key: string;

@@ -2,6 +2,7 @@ import type { Lock } from '../core/lock';
 import type { KeyView } from '../core/key.watcher';
 import { DynamoLockError, LockLostError } from '../errors/lock.errors';
 import { LEADERSHIP_ENDED, LEADERSHIP_LISTENER_FAILED, LEADERSHIP_NOT_LEADING, LEADERSHIP_RETRY } from '../errors/lock.messages';
+import type { LockEvent } from '../interfaces/lock-event.interface';
 import type { LockLogger } from '../interfaces/lock-logger.interface';
 import { nextRetryMs, RETRY_MIN_MS } from '../utils/backoff';
 import { jitter, sleep } from '../utils/clock';
@@ -18,6 +19,8 @@ export interface CampaignHost {
   releaseQuietly(lock: Lock): Promise<void>;
   /** The campaign has ended: the manager forgets it. */
   ended(campaign: LeaderCampaign): void;
+  /** Passes an `elected` or `revoked` event to the manager's listeners (and telemetry). */
+  emit(event: LockEvent): void;
 }
 
 /** A caller of `whenLeader()` waiting for an election. */
@@ -42,6 +45,13 @@ interface ElectionWaiter {
 export class LeaderCampaign {
   /** Settles when the loop has stopped. */
   readonly done: Promise<void>;
+  /**
+   * The outcome of the first round: the term's lock when elected (it may be lost since), `null` when
+   * another instance leads. Rejects with the error of the first failed request (the loop itself
+   * retries it), or a `DynamoLockError` when the campaign ended first.
+   */
+  readonly firstRound: Promise<Lock | null>;
+  private decide: { resolve(lock: Lock | null): void; reject(reason: unknown): void } | undefined;
   private term: Lock | undefined;
   /** The signal of the last term, aborted with the reason it ended. */
   private lastSignal: AbortSignal | undefined;
@@ -56,7 +66,10 @@ export class LeaderCampaign {
     private readonly host: CampaignHost,
     readonly settings: LeadSettings,
   ) {
-    this.done = this.run();
+    this.firstRound = new Promise((resolve, reject) => (this.decide = { resolve, reject }));
+    // Read only by `lead --no-wait`: a failure nobody awaits is not an unhandled rejection.
+    this.firstRound.catch(() => undefined);
+    this.done = this.run().finally(() => this.undecided(this.endedError()));
   }
 
   /** The lock of the current term, while its lease holds on the local clock. */
@@ -143,12 +156,14 @@ export class LeaderCampaign {
         this.recovered();
         if (view.held && !view.orphan && view.unchangedMs < view.leaseMs) {
           // Reads timed by the lease: one per interval, and one when a silent leader's lease runs out.
+          this.decided(null);
           await this.pause(Math.min(this.settings.watchMs, view.leaseMs - view.unchangedMs + 1));
           continue;
         }
         const lock = await this.host.tryAcquire(this.settings);
         if (!lock) {
           // Another follower was faster, or the leader wrote meanwhile.
+          this.decided(null);
           await this.pause(this.settings.watchMs);
           continue;
         }
@@ -159,6 +174,7 @@ export class LeaderCampaign {
         await this.serve(lock);
       } catch (error) {
         if (this.ended) break;
+        this.undecided(error);
         await this.pause(this.failed(error));
       }
     }
@@ -167,16 +183,21 @@ export class LeaderCampaign {
   /** Leads until the lock is lost, released or the campaign ends, telling the listeners. */
   private async serve(lock: Lock): Promise<void> {
     this.term = lock;
+    this.decided(lock);
     const signal = lock.signal;
     this.lastSignal = signal;
     const waiters = this.waiters;
     this.waiters = [];
     for (const waiter of waiters) waiter.resolve(lock);
+    const term = { key: this.settings.name, owner: lock.owner, fencingToken: lock.fencingToken };
+    this.host.emit({ type: 'elected', ...term });
     this.tell('onElected', this.electedListeners, lock);
     if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
     this.term = undefined;
     const reason: unknown = signal.reason;
-    if (reason instanceof LockLostError) this.tell('onRevoked', this.revokedListeners, reason);
+    if (!(reason instanceof LockLostError)) return;
+    this.host.emit({ type: 'revoked', ...term, reason: reason.reason });
+    this.tell('onRevoked', this.revokedListeners, reason);
   }
 
   /** Calls each listener, logging (never rethrowing) what one throws. */
@@ -188,6 +209,18 @@ export class LeaderCampaign {
         this.host.logger.warn?.(LEADERSHIP_LISTENER_FAILED(this.settings.name, kind, error));
       }
     }
+  }
+
+  /** Resolves {@link firstRound}, unless it has settled. */
+  private decided(lock: Lock | null): void {
+    this.decide?.resolve(lock);
+    this.decide = undefined;
+  }
+
+  /** Rejects {@link firstRound}, unless it has settled. */
+  private undecided(reason: unknown): void {
+    this.decide?.reject(reason);
+    this.decide = undefined;
   }
 
   /** Logs a failed request (a warning for the first of a series) and returns the pause before the next. */

@@ -3,10 +3,20 @@ import type { LockLostError } from '../errors/lock.errors';
 import type { LeaderCampaign } from './leader-campaign';
 
 let create: (campaign: LeaderCampaign) => Leadership;
+let campaignOf: (leadership: Leadership) => LeaderCampaign;
 
 /** Creates the handle of a campaign (for the lock manager). */
 export function createLeadership(campaign: LeaderCampaign): Leadership {
   return create(campaign);
+}
+
+/**
+ * The outcome of a campaign's first round: the term's lock when elected, `null` when another
+ * instance leads; rejects on the first failed request, or when the campaign ended first. For the
+ * CLI's `lead --no-wait`; not part of the public API.
+ */
+export function firstRoundOf(leadership: Leadership): Promise<Lock | null> {
+  return campaignOf(leadership).firstRound;
 }
 
 /**
@@ -29,6 +39,7 @@ export class Leadership implements AsyncDisposable {
 
   static {
     create = (campaign) => new Leadership(campaign);
+    campaignOf = (leadership) => leadership.#campaign;
   }
 
   /** Leaderships are created by `lead()` only. */

@@ -21,6 +21,8 @@ export const LOCK_EVENT_NAMES = {
   lost: 'dynamo-lock.lost',
   'release-failed': 'dynamo-lock.release-failed',
   retry: 'dynamo-lock.retry',
+  elected: 'dynamo-lock.elected',
+  revoked: 'dynamo-lock.revoked',
 } as const satisfies Record<LockEventType, `dynamo-lock.${LockEventType}`>;
 
 /** The lock event of one type, for typed listeners. */

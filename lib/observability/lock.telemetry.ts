@@ -112,6 +112,15 @@ export class LockTelemetry {
       case 'retry':
         m.retries.add(1, { 'dynamo_lock.operation': event.operation });
         break;
+      case 'elected':
+        m.elections.add(1);
+        break;
+      case 'revoked':
+        m.revocations.add(1, { 'dynamo_lock.revoked_reason': event.reason });
+        break;
+      default:
+        // Every event type has its metrics: a new one fails to compile here.
+        event satisfies never;
     }
   }
 
@@ -275,6 +284,10 @@ function createInstruments(meter: OtelMeter) {
     lost: meter.createCounter('dynamo_lock.lost', { description: 'Locks lost while held, by reason.' }),
     retries: meter.createCounter('dynamo_lock.retries', {
       description: 'DynamoDB requests retried after a transient error, by operation.',
+    }),
+    elections: meter.createCounter('dynamo_lock.leadership.elections', { description: 'Terms this process was elected leader.' }),
+    revocations: meter.createCounter('dynamo_lock.leadership.revocations', {
+      description: 'Terms of this process as leader that ended, by reason (expired, taken, gone, released, shutdown).',
     }),
     releaseFailures: meter.createCounter('dynamo_lock.release_failures', {
       description: 'Releases that did not release: the lock was no longer held (not-held) or the write failed (error).',

@@ -2,7 +2,7 @@
  * The requests both item stores (locks and semaphores) send, built one way: conditional updates
  * with the TTL refreshed, reads, expression parts and attribute names.
  */
-import { type AttributeValue, type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, GetItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { ReadConsistency } from './lock-store.protocol';
 import { sendToTable, type TableTarget } from './timed-request';
 import { isConditionFailure } from './transient-error';
@@ -121,4 +121,39 @@ export async function readItem(
     table,
   );
   return output.Item;
+}
+
+/**
+ * Every item matching `filter` whose partition key starts with `prefix` (any key when empty): a
+ * paginated, strongly consistent `Scan`, each page within the request limit. For tools, not hot
+ * paths: DynamoDB bills every item read, matched or not.
+ */
+export async function* scanItems(
+  client: DynamoDBClient,
+  table: TableTarget,
+  filter: string,
+  names: Record<string, string>,
+  prefix: string,
+  values: Record<string, AttributeValue> = {},
+): AsyncGenerator<Record<string, AttributeValue>> {
+  const expression = prefix ? `(${filter}) AND begins_with(#key, :prefix)` : filter;
+  const allValues = prefix ? { ...values, ':prefix': { S: prefix } } : values;
+  let startKey: Record<string, AttributeValue> | undefined;
+  do {
+    const output = await sendToTable(
+      client,
+      'Scan',
+      new ScanCommand({
+        TableName: table.tableName,
+        ConsistentRead: true,
+        ExclusiveStartKey: startKey,
+        FilterExpression: expression,
+        ExpressionAttributeNames: pickNames(names, expression),
+        ExpressionAttributeValues: Object.keys(allValues).length ? allValues : undefined,
+      }),
+      table,
+    );
+    yield* output.Items ?? [];
+    startKey = output.LastEvaluatedKey;
+  } while (startKey);
 }

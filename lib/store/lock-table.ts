@@ -28,7 +28,7 @@ import {
   TABLE_CREATED_WITHOUT_TTL,
 } from '../errors/lock.messages';
 import { RETRY_MIN_MS, nextRetryMs } from '../utils/backoff';
-import { monotonicNow, sleep } from '../utils/clock';
+import { monotonicNow, sleep, untilAborted } from '../utils/clock';
 import { describeEndpoint, type EndpointInfo, isHttpUrl } from './dynamo-endpoint';
 import { ATTR } from './lock-record';
 import type { TableHealth } from './lock-store.protocol';
@@ -216,28 +216,6 @@ function healthFailure(error: unknown, signal: AbortSignal): Pick<TableHealth, '
   if (signal.aborted) return { failure: 'aborted' };
   if (error instanceof Error && error.name === 'ResourceNotFoundException') return { failure: 'missing' };
   return { failure: 'failed', error };
-}
-
-/** Settles as `work` does, or rejects with the signal's reason as soon as it aborts. */
-function untilAborted<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
-  // Once the signal won, the aborted request's own rejection is expected: do not report it as unhandled.
-  work.catch(() => undefined);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    const settled = () => signal.removeEventListener('abort', onAbort);
-    work.then(
-      (value) => {
-        settled();
-        resolve(value);
-      },
-      (error: unknown) => {
-        settled();
-        reject(error);
-      },
-    );
-  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { randomToken } from '../utils/random-token';
 import type { LockLogger } from '../interfaces/lock-logger.interface';
 import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './lock-record';
@@ -15,8 +15,7 @@ import type {
 } from './lock-store.protocol';
 import { ensureLockTable, tableHealth } from './lock-table';
 import { SemaphoreStore } from './semaphore.store';
-import { sendToTable } from './timed-request';
-import { pickNames, readItem, type UpdateParts, updateItem } from './item-requests';
+import { readItem, scanItems, type UpdateParts, updateItem } from './item-requests';
 
 /** How the store computes the TTL attribute. */
 export interface LockStoreOptions {
@@ -303,25 +302,7 @@ export class LockStore implements LockStorePort {
 
   /** Every held lock whose stored key starts with `prefix` (a paginated Scan; for tools, not hot paths). */
   async *scanHeld(prefix: string): AsyncGenerator<LockRecord> {
-    const filter = prefix ? `(${HELD}) AND begins_with(#key, :prefix)` : HELD;
-    let startKey: Record<string, AttributeValue> | undefined;
-    do {
-      const output = await sendToTable(
-        this.client,
-        'Scan',
-        new ScanCommand({
-          TableName: this.options.tableName,
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-          FilterExpression: filter,
-          ExpressionAttributeNames: pickNames(ATTRIBUTE_NAMES, filter),
-          ExpressionAttributeValues: prefix ? { ':prefix': { S: prefix } } : undefined,
-        }),
-        this.options,
-      );
-      for (const item of output.Items ?? []) yield toLockRecord(item);
-      startKey = output.LastEvaluatedKey;
-    } while (startKey);
+    for await (const item of scanItems(this.client, this.options, HELD, ATTRIBUTE_NAMES, prefix)) yield toLockRecord(item);
   }
 
   /**

@@ -141,6 +141,14 @@ export class MemorySemaphoreStore implements SemaphoreStorePort {
     return item && structuredClone(item);
   }
 
+  async *scanHeld(prefix: string): AsyncGenerator<SemaphoreRecord> {
+    await tick();
+    const held = [...this.items.values()]
+      .filter((item) => item.count > 0 && item.key.startsWith(prefix))
+      .map((item) => structuredClone(item));
+    for (const item of held) yield item;
+  }
+
   /** One conditional write on an existing item: `change` returns the new item, or `undefined` when the condition fails. */
   private update(key: string, change: (item: SemaphoreRecord) => SemaphoreRecord | undefined): SemaphoreWriteResult {
     const before = this.items.get(key);

@@ -45,4 +45,9 @@ export interface SemaphoreStorePort {
   pass(key: string, token: string, seenVersion: string): Promise<SemaphoreWriteResult>;
   /** Reads one semaphore item (strongly consistent). */
   read(key: string): Promise<SemaphoreRecord | undefined>;
+  /**
+   * Every semaphore item with at least one holder whose key starts with `prefix` (for `list()`).
+   * Optional: with a store that lacks it, `list()` reports mutexes only (no semaphore).
+   */
+  scanHeld?(prefix: string): AsyncGenerator<SemaphoreRecord>;
 }

@@ -3,7 +3,7 @@ import { randomToken } from '../utils/random-token';
 import type { LockStoreOptions } from './lock.store';
 import { SEM_ATTR, SEM_ATTRIBUTE_NAMES, SEM_HOLDER, type SemaphoreRecord, toSemaphoreRecord } from './semaphore-record';
 import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from './semaphore-store.protocol';
-import { readItem, type UpdateParts, updateItem } from './item-requests';
+import { readItem, scanItems, type UpdateParts, updateItem } from './item-requests';
 
 /** One UpdateItem on a semaphore item, before attribute names are picked. */
 interface Update extends UpdateParts {
@@ -204,6 +204,15 @@ export class SemaphoreStore implements SemaphoreStorePort {
   async read(key: string): Promise<SemaphoreRecord | undefined> {
     const item = await readItem(this.client, this.options, key);
     return item ? toSemaphoreRecord(item) : undefined;
+  }
+
+  /**
+   * Every semaphore item with at least one holder whose stored key starts with `prefix` (a
+   * paginated Scan; for tools, not hot paths). Mutex items have no holder count, so none matches.
+   */
+  async *scanHeld(prefix: string): AsyncGenerator<SemaphoreRecord> {
+    const items = scanItems(this.client, this.options, '#count > :zero', SEM_ATTRIBUTE_NAMES, prefix, { ':zero': { N: '0' } });
+    for await (const item of items) yield toSemaphoreRecord(item);
   }
 
   /** Sends one conditional UpdateItem (the TTL refreshed for a write with a lease), answered with the item as written. */

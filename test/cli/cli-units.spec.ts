@@ -171,6 +171,19 @@ describe('output', () => {
     expect(row).toHaveLength(LOCK_COLUMNS.length);
     expect(lockInfoRow(lock, new Date('2030-01-01T00:07:00Z'))[6]).toBe('1m overdue');
   });
+
+  it('renders a semaphore with its limit, line and every holder as JSON, and its taken slots in the table', () => {
+    const older = info({ owner: 'bob@ci', fencingToken: 16 });
+    const newest = info();
+    const semaphore = { ...newest, limit: 3, waiting: 1, holders: [older, newest] };
+    expect(lockInfoJson(semaphore)).toEqual({
+      ...lockInfoJson(newest),
+      limit: 3,
+      waiting: 1,
+      holders: [lockInfoJson(older), lockInfoJson(newest)],
+    });
+    expect(lockInfoRow(semaphore, new Date('2030-01-01T00:02:00Z')).slice(0, 3)).toEqual(['deploy (2/3 slots)', 'alice@ci', '17']);
+  });
 });
 
 describe('exit codes', () => {

@@ -13,7 +13,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { findFreePort } from '../../tools/free-port.mjs';
 import { createTestClient, deleteTable, describeEachServer, uniqueTableName, stealLock } from '../support/servers';
-import { Cli, type CliResult, repoRoot } from './support/cli-process';
+import { type ProxyMode, type StallingProxy, startStallingProxy } from '../support/hung-server';
+import { Cli, type CliResult, repoRoot, type RunningCli } from './support/cli-process';
 
 const NODE = process.execPath;
 /** What `acquire` prints: the lease id and a newline, nothing else. */
@@ -480,6 +481,82 @@ describeEachServer('dynamo-lock CLI', (server) => {
       const bad = await cli.run(['lead', 'lead-busy', '--lease-duration', '2s', '--watch-interval', '5s', '--', 'true']);
       expectExit(bad, 2);
       expect(bad.stderr).toContain('watchInterval (5000 ms) must not be longer than the lease (2000 ms)');
+    });
+  });
+
+  describe('lead --no-wait', () => {
+    it('exits 1 at once without running the command when another host leads; runs it when nobody does', async () => {
+      const lease = (await cli.run(['acquire', 'lead-now', '--owner', 'incumbent'])).stdout.trim();
+      const token = (JSON.parse((await cli.run(['inspect', 'lead-now', '--json'])).stdout) as { fencingToken: number }).fencingToken;
+      const marker = path.join(dir, 'lead-now.ran');
+      const command = script({ marker }, `fs.writeFileSync(marker, 'ran');`);
+      const busy = await cli.run(['lead', 'lead-now', '--no-wait', '--', ...command]);
+      expectExit(busy, 1);
+      expect(lines(busy.stderr)).toEqual([
+        `dynamo-lock: "lead-now" is led by "incumbent" (fencing token ${token}); not waiting (--no-wait).`,
+      ]);
+      expect(busy.ms).toBeLessThan(5_000);
+      expect(existsSync(marker)).toBe(false);
+      expectExit(await cli.run(['release', 'lead-now', lease]), 0);
+      const led = await cli.run(['lead', 'lead-now', '--no-wait', '--', ...command]);
+      expectExit(led, 0);
+      expect(readFileSync(marker, 'utf8')).toBe('ran');
+      // It resigned when the command exited.
+      expect((await cli.run(['inspect', 'lead-now', '--json'])).stdout).toBe('null\n');
+    });
+  });
+
+  describe('lead --no-wait when DynamoDB fails after start-up', () => {
+    const proxies: StallingProxy[] = [];
+    afterAll(() => Promise.all(proxies.map((p) => p.close())));
+    const proxied = async () => {
+      const proxy = await startStallingProxy(server.endpoint);
+      proxies.push(proxy);
+      return { proxy, cli: new Cli({ name: server.name, endpoint: proxy.endpoint }, ['--table', tableName]) };
+    };
+    /**
+     * A CLI whose start-up read of `name` (as `inspect` reads it: the lock, then a semaphore) passes,
+     * and whose later requests, the campaign's, meet `mode`.
+     */
+    const failingAfterStart = async (name: string, mode: ProxyMode) => {
+      const counter = await proxied();
+      expectExit(await counter.cli.run(['inspect', name]), 0);
+      const failing = await proxied();
+      failing.proxy.switchAfter(counter.proxy.requests, mode);
+      return { ...failing, startup: counter.proxy.requests };
+    };
+    /** The run's result, or null (and the process killed) if it still runs after `ms`. */
+    const within = async (running: RunningCli, ms: number): Promise<CliResult | null> => {
+      const result = await Promise.race([running.result, sleep(ms).then(() => null)]);
+      if (!result) running.process.kill('SIGKILL');
+      return result;
+    };
+
+    it('exits 4 at the first failed request of the campaign, without running the command', async () => {
+      const { proxy, cli: failing, startup } = await failingAfterStart('lead-reset', { kind: 'reset' });
+      const marker = path.join(dir, 'lead-reset.ran');
+      const result = await within(
+        failing.start(['lead', 'lead-reset', '--no-wait', '--', ...script({ marker }, `fs.writeFileSync(marker, 'ran');`)]),
+        8_000,
+      );
+      expect(result).not.toBeNull();
+      expectExit(result!, 4);
+      expect(lines(result!.stderr)).toEqual([expect.stringMatching(/^dynamo-lock: /)]);
+      expect(result!.stderr).not.toContain('led by');
+      expect(proxy.requests).toBeGreaterThan(startup);
+      expect(existsSync(marker)).toBe(false);
+    });
+
+    it('exits 130 on SIGINT while the campaign waits for a hung DynamoDB (once the request in flight times out)', async () => {
+      const { proxy, cli: hung, startup } = await failingAfterStart('lead-hung', { kind: 'hang' });
+      const running = hung.start(['lead', 'lead-hung', '--no-wait', '--', NODE, '-e', '']);
+      await waitFor(() => proxy.requests > startup, "the campaign's first read");
+      await sleep(200);
+      running.process.kill('SIGINT');
+      const result = await within(running, 8_000);
+      expect(result).not.toBeNull();
+      expectExit(result!, 130);
+      expect(lines(result!.stderr)).toEqual(['dynamo-lock: interrupted by SIGINT while waiting for lock "lead-hung".']);
     });
   });
 

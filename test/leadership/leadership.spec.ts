@@ -9,7 +9,8 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Leadership, type LockLostError, LockValidationError } from '../../lib';
+import { type Leadership, type LockEvent, type LockLostError, LockValidationError } from '../../lib';
+import { firstRoundOf } from '../../lib/leadership/leadership';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { countRequests } from '../support/request-counter';
@@ -137,6 +138,58 @@ describeEachServer('lead()', (server) => {
     expect(renewed).not.toBe(old.leadership);
     expect(renewed.resigned).toBe(false);
     await renewed.resign();
+  });
+
+  it("emits elected and revoked lock events (name, owner, fencing token, reason) elected after the term lock's acquired", async () => {
+    const members = campaign('events', 2);
+    const seen = members.map((m) => {
+      const events: LockEvent[] = [];
+      m.manager.subscribe((event) => events.push(event));
+      return events;
+    });
+    const leaderships = (events: LockEvent[]) => events.filter((e) => e.type === 'elected' || e.type === 'revoked');
+    await Promise.race(members.map((m) => m.leadership.whenLeader()));
+    const first = members.findIndex((m) => m.leadership.isLeader);
+    const old = members[first]!;
+    const oldToken = old.leadership.lock!.fencingToken;
+    await old.leadership.resign();
+    const next = await members[1 - first]!.leadership.whenLeader();
+    expect(leaderships(seen[first]!)).toEqual([
+      { type: 'elected', key: 'events', owner: `m${first}`, fencingToken: oldToken },
+      { type: 'revoked', key: 'events', owner: `m${first}`, fencingToken: oldToken, reason: 'released' },
+    ]);
+    const types = seen[first]!.map((e) => e.type);
+    expect(types).toContain('acquired');
+    expect(types.indexOf('elected')).toBeGreaterThan(types.indexOf('acquired'));
+    expect(leaderships(seen[1 - first]!)).toEqual([
+      { type: 'elected', key: 'events', owner: `m${1 - first}`, fencingToken: next.fencingToken },
+    ]);
+    await members[1 - first]!.manager.close();
+    expect(leaderships(seen[1 - first]!).at(-1)).toEqual({
+      type: 'revoked',
+      key: 'events',
+      owner: `m${1 - first}`,
+      fencingToken: next.fencingToken,
+      reason: 'shutdown',
+    });
+  });
+
+  it("settles the first round (lead --no-wait) with the term's lock, null when another leads, the first failed request's error, or the end of the campaign", async () => {
+    const members = campaign('first-round', 2);
+    const rounds = await Promise.all(members.map((m) => firstRoundOf(m.leadership)));
+    const leader = members.findIndex((m) => m.leadership.isLeader);
+    expect(leader).toBeGreaterThanOrEqual(0);
+    expect(rounds[leader]).toBe(members[leader]!.leadership.lock);
+    expect(rounds[1 - leader]).toBeNull();
+    const [failing] = campaign('first-round-failing', 1);
+    // Every request fails from the first: the loop retries, the first round reports the failure.
+    failing.faults.failNext('*', { kind: 'network-error', times: 1_000_000 });
+    await expect(firstRoundOf(failing.leadership)).rejects.toThrow();
+    expect(failing.leadership.resigned).toBe(false);
+    await failing.leadership.resign();
+    const [resigned] = campaign('first-round-resigned', 1);
+    await resigned.leadership.resign();
+    await expect(firstRoundOf(resigned.leadership)).rejects.toThrow(/has ended/);
   });
 
   it('ends the campaign at shutdown: the leader releases, a follower leads within one watch interval', async () => {

@@ -9,6 +9,7 @@ import { type DynamicModule, type INestApplicationContext, Injectable, Module, t
 import { Cron, Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isObservable, lastValueFrom, Observable, of, toArray } from 'rxjs';
 import {
   DynamoLockModule,
   LockManager,
@@ -78,6 +79,23 @@ class Reports {
   }
 }
 
+@Injectable()
+class Feed {
+  @WhenLeader('feed', { watchInterval: '100ms' })
+  stream(): Observable<number | undefined> {
+    return of(1, 2);
+  }
+}
+
+@Injectable()
+class UndeclaredFeed {
+  // No annotation: the result type is inferred, so the metadata has no declared result.
+  @WhenLeader('undeclared-feed', { watchInterval: '100ms' })
+  stream() {
+    return of(1, 2, undefined);
+  }
+}
+
 describe('@WhenLeader on instances sharing one store', () => {
   it('runs on exactly one instance; the others skip without any store request', async () => {
     const { store, count } = countingStore();
@@ -100,6 +118,31 @@ describe('@WhenLeader on instances sharing one store', () => {
     expect(new Set(services[leader].tokens)).toEqual(new Set([locks[leader].lead('reports').lock!.fencingToken]));
     expect(services.map((s) => s.count())).toEqual(services.map((_, i) => (i === leader ? 100 : undefined)));
     await expect(services[(leader + 1) % 3].send()).resolves.toBeUndefined();
+  });
+
+  it("a follower's call of an Observable method returns an Observable that emits undefined and completes, as @WithLock's skip does", async () => {
+    const store = new MemoryLockStore();
+    const instances = await Promise.all(['A', 'B'].map((owner) => start(Feed, store, owner)));
+    const locks = instances.map((app) => app.get(LockService));
+    await Promise.race(locks.map((l) => l.lead('feed').whenLeader()));
+    const leader = locks.findIndex((l) => l.lead('feed').isLeader);
+    const results = instances.map((app) => app.get(Feed).stream());
+    expect(results.map((result) => isObservable(result))).toEqual([true, true]);
+    const emitted = await Promise.all(results.map((result) => lastValueFrom(result.pipe(toArray()))));
+    expect(emitted).toEqual(instances.map((_, i) => (i === leader ? [1, 2] : [undefined])));
+  });
+
+  it("on the leader, an Observable from a method whose declared result could not be read throws, as @WithLock does (a follower's call returns undefined)", async () => {
+    const store = new MemoryLockStore();
+    const instances = await Promise.all(['A', 'B'].map((owner) => start(UndeclaredFeed, store, owner)));
+    const locks = instances.map((app) => app.get(LockService));
+    await Promise.race(locks.map((l) => l.lead('undeclared-feed').whenLeader()));
+    const leader = locks.findIndex((l) => l.lead('undeclared-feed').isLeader);
+    expect(() => instances[leader]!.get(UndeclaredFeed).stream()).toThrow(LockValidationError);
+    expect(() => instances[leader]!.get(UndeclaredFeed).stream()).toThrow(
+      /@WhenLeader on UndeclaredFeed\.stream: the method returned an Observable, but its declared result could not be read/,
+    );
+    expect(instances[1 - leader]!.get(UndeclaredFeed).stream()).toBeUndefined();
   });
 
   it('hands over within one watch interval when the leading app closes, and the campaign ends with the app', async () => {

@@ -23,7 +23,8 @@ let keySeq = 0;
 const newKey = (name: string) => `sem-${name}-${++keySeq}`;
 const LEASE_MS = 1_500;
 
-type Managers = (n: number) => LockManager[];
+/** `n` managers on one table (or memory store), with `keyPrefix` when given. */
+type Managers = (n: number, keyPrefix?: string) => LockManager[];
 
 function semaphoreSuite(name: string, setup: () => Managers): void {
   describe(`counting semaphore [${name}]`, () => {
@@ -148,6 +149,51 @@ function semaphoreSuite(name: string, setup: () => Managers): void {
       expect(await a.inspect(key)).toBeNull();
     });
 
+    it('list() reports semaphores with holders next to mutexes, each semaphore as inspect() does, and no free one', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('list');
+      const one = await a.acquire(key, { limit: 3 });
+      const two = await b.acquire(key, { limit: 3 });
+      const mutex = await a.acquire(`${key}-mutex`);
+      const freed = await a.acquire(`${key}-freed`, { limit: 2 });
+      await freed.release();
+      const listed = await b.list(key);
+      expect(listed.map((info) => info.key)).toEqual([key, `${key}-mutex`]);
+      expect(listed[0]).toEqual(await a.inspect(key));
+      expect(listed[0]).toMatchObject({ key, limit: 3, waiting: 0, fencingToken: two.fencingToken });
+      expect(listed[0]!.holders?.map((h) => [h.key, h.owner, h.fencingToken])).toEqual([
+        [key, 'instance-0', one.fencingToken],
+        [key, 'instance-1', two.fencingToken],
+      ]);
+      expect(listed[1]).toMatchObject({ key: `${key}-mutex`, owner: 'instance-0', fencingToken: mutex.fencingToken });
+      expect(listed[1]!.limit).toBeUndefined();
+      await Promise.all([one.release(), two.release(), mutex.release()]);
+      expect(await a.list(key)).toEqual([]);
+    });
+
+    it('list() with the keyPrefix option: the keys without it, only its own semaphores, and only keys that start with the prefix asked', async () => {
+      const key = newKey('prefixed');
+      const managers = setup();
+      const [tenant] = managers(1, 'tenant-a/');
+      const [plain] = managers(1);
+      const slot = await tenant.acquire(key, { limit: 2 });
+      const mutex = await tenant.acquire(`${key}-mutex`);
+      const outside = await plain.acquire(key, { limit: 2 });
+      const listed = await tenant.list(key);
+      expect(listed.map((info) => [info.key, info.limit])).toEqual([
+        [key, 2],
+        [`${key}-mutex`, undefined],
+      ]);
+      expect(listed[0]!.holders?.map((h) => [h.key, h.fencingToken])).toEqual([[key, slot.fencingToken]]);
+      // The unprefixed manager sees its own semaphore and, under the full stored name, the tenant's.
+      expect((await plain.list(key)).map((info) => info.key)).toEqual([key]);
+      expect((await plain.list(`tenant-a/${key}`)).map((info) => info.key)).toEqual([`tenant-a/${key}`, `tenant-a/${key}-mutex`]);
+      // A prefix reaching into the stored semaphore key's suffix ("\u001f...") matches no user key.
+      expect(await tenant.list(`${key}\u001f`)).toEqual([]);
+      expect(await plain.list(`${key}\u001fsem`)).toEqual([]);
+      await Promise.all([slot.release(), mutex.release(), outside.release()]);
+    });
+
     it('a different limit for the same key, or the key as a mutex too, is a clear error', async () => {
       const [a, b] = setup()(2);
       const key = newKey('mixed');
@@ -196,7 +242,8 @@ describeEachServer('semaphore', (server) => {
   afterAll(() => fixture.close());
   semaphoreSuite(
     server.name,
-    () => (n) => Array.from({ length: n }, (_, i) => fixture.manager({ ownerName: `instance-${i}`, maxPollInterval: 200 })),
+    () => (n, keyPrefix) =>
+      Array.from({ length: n }, (_, i) => fixture.manager({ ownerName: `instance-${i}`, maxPollInterval: 200, keyPrefix })),
   );
 
   it('rejects a bad limit (0, negative, fractional, over 32, not a number) or data with a limit before any request', async () => {
@@ -219,13 +266,34 @@ describeEachServer('semaphore', (server) => {
 describe('semaphore [memory store]', () => {
   const managers: LockManager[] = [];
   afterAll(() => Promise.all(managers.map((m) => m.close())));
+
+  it('list() skips semaphores, and still lists mutexes, when the semaphore store has no scanHeld (it is optional)', async () => {
+    const store = new MemoryLockStore();
+    // A custom semaphore store written before scanHeld existed.
+    Object.assign(store.semaphores, { scanHeld: undefined });
+    const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger() });
+    managers.push(manager);
+    const slot = await manager.acquire('no-scan', { limit: 2 });
+    const mutex = await manager.acquire('no-scan-mutex');
+    expect((await manager.list('no-scan')).map((info) => info.key)).toEqual(['no-scan-mutex']);
+    expect(await manager.inspect('no-scan')).toMatchObject({ limit: 2 });
+    await Promise.all([slot.release(), mutex.release()]);
+  });
+
   semaphoreSuite('memory', () => {
     const store = new MemoryLockStore();
-    return (n) => {
+    return (n, keyPrefix) => {
       const created = Array.from(
         { length: n },
         (_, i) =>
-          new LockManager({ store, verifyTable: false, ownerName: `instance-${i}`, maxPollInterval: 200, logger: new MemoryLogger() }),
+          new LockManager({
+            store,
+            verifyTable: false,
+            ownerName: `instance-${i}`,
+            maxPollInterval: 200,
+            keyPrefix,
+            logger: new MemoryLogger(),
+          }),
       );
       managers.push(...created);
       return created;

@@ -194,6 +194,20 @@ describeEachServer('OpenTelemetry spans and metrics', (server) => {
     expect(await counter('dynamo_lock.held', {})).toBe(before.held);
   });
 
+  it('counts leadership elections and revocations by reason', async () => {
+    const revoked = { 'dynamo_lock.revoked_reason': 'released' };
+    const before = {
+      elected: await counter('dynamo_lock.leadership.elections', {}),
+      revoked: await counter('dynamo_lock.leadership.revocations', revoked),
+    };
+    const manager = await ready(fixture.manager());
+    const leadership = manager.lead(newKey('leader'), { leaseDuration: '2s', watchInterval: '100ms' });
+    await leadership.whenLeader();
+    expect(await counter('dynamo_lock.leadership.elections', {})).toBe(before.elected + 1);
+    await leadership.resign();
+    expect(await counter('dynamo_lock.leadership.revocations', revoked)).toBe(before.revoked + 1);
+  });
+
   it('reports a local hand-over on both holds, and a takeover as a span event and in the metrics', async () => {
     const before = { takeovers: await counter('dynamo_lock.takeovers', {}), waits: await counter('dynamo_lock.waits', {}) };
     const manager = await ready(fixture.manager({ ownerName: 'local' }));

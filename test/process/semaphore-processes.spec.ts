@@ -22,6 +22,12 @@ interface Report {
   inside?: number;
   message?: string;
   reason?: string;
+  pausedMs?: number;
+  actedStale?: boolean;
+  aborted?: boolean;
+  skewMs?: number;
+  /** `Date.now()` minus the real time, in the worker: its clock's skew as applied. */
+  wallMinusReal?: number;
   /** This process's monotonic time on receipt. */
   receivedAt: number;
 }
@@ -73,10 +79,14 @@ class Worker {
 
 const workers = new Set<Worker>();
 
-function start(server: TestServer, table: string, config: Record<string, unknown>): Worker {
+/** Shifts a worker's wall clock (`Date.now()`, `new Date()`) by `CLOCK_SKEW_MS`; monotonic clocks are untouched. */
+const SKEW_PRELOAD = path.resolve('test/support/clock-skew.cjs');
+
+function start(server: TestServer, table: string, config: Record<string, unknown>, skewMs = 0): Worker {
   const script = path.join(path.dirname(expect.getState().testPath!), 'semaphore-worker.mjs');
   const child = fork(script, [JSON.stringify({ ...config, endpoint: server.endpoint, table })], {
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    env: { ...process.env, CLOCK_SKEW_MS: String(skewMs), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    execArgv: ['--require', SKEW_PRELOAD],
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
   });
   const worker = new Worker(child);
@@ -144,4 +154,86 @@ describeEachServer('semaphore across processes', (server) => {
     const info = await probe.inspect('killed-holder');
     expect(info?.holders?.map((h) => h.owner)).toEqual(['keeper']);
   }, 90_000);
+
+  it('a slot holder SIGSTOPped past its lease is taken over after about a lease; woken, its slot is no longer valid and its signal aborts', async () => {
+    const leaseMs = 2_000;
+    const base = { key: 'paused-holder', limit: 2, leaseMs };
+    const victim = start(server, fixture.tableName, { ...base, owner: 'victim', mode: 'guard' });
+    const victimToken = (await victim.next('acquired', 30_000)).fencingToken!;
+    const keeper = start(server, fixture.tableName, { ...base, owner: 'keeper', mode: 'guard' });
+    await keeper.next('acquired', 30_000);
+    const waiter = start(server, fixture.tableName, { ...base, owner: 'waiter', mode: 'guard' });
+    const probe = fixture.manager();
+    // The victim's renewals as the table shows them (its entry's updatedAt changing), sampled every 50 ms.
+    let lastRenewalSeenAt: number | undefined;
+    let renewals = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      let updatedAt: number | undefined;
+      while (sampling) {
+        const victimEntry = (await probe.inspect('paused-holder'))?.holders?.find((h) => h.owner === 'victim');
+        const seen = victimEntry?.updatedAt.getTime();
+        if (seen !== undefined && updatedAt !== undefined && seen !== updatedAt) {
+          lastRenewalSeenAt = performance.now();
+          renewals++;
+        }
+        if (seen !== undefined) updatedAt = seen;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    try {
+      const started = performance.now();
+      while (((await probe.inspect('paused-holder'))?.waiting ?? 0) < 1) {
+        if (performance.now() - started > 30_000) throw new Error('the waiter never queued');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // At least one renewal seen before the stop, so the takeover is timed from the victim's last one.
+      while (renewals < 1) {
+        if (performance.now() - started > 30_000) throw new Error('no renewal of the victim was seen');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      victim.child.kill('SIGSTOP');
+      const stoppedAt = performance.now();
+      const taken = await waiter.next('acquired', 30_000);
+      // Timed from the victim's last renewal, not the stop (heartbeats run late on a loaded machine):
+      // the waiter read that version after it was written, which the sampler saw at most one sample
+      // (50 ms) and one read later; the waiter then waits a whole lease on its own clock.
+      expect(taken.receivedAt - lastRenewalSeenAt!).toBeGreaterThanOrEqual(leaseMs - 500);
+      expect(taken.receivedAt - stoppedAt).toBeLessThan(leaseMs + 8_000);
+      expect(taken.fencingToken).toBeGreaterThan(victimToken);
+      // Stopped for a while longer, then woken: its first check finds the slot no longer valid.
+      await new Promise((r) => setTimeout(r, 500));
+      victim.child.kill('SIGCONT');
+      const woke = await victim.next('woke', 10_000);
+      expect(woke.pausedMs).toBeGreaterThan(leaseMs);
+      expect(woke.actedStale).toBe(false);
+      const lost = await victim.next('lost', 10_000);
+      expect(['expired', 'taken', 'gone']).toContain(lost.reason);
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+    expect(keeper.reports.some((r) => r.type === 'lost' || r.type === 'woke')).toBe(false);
+    expect(waiter.reports.some((r) => r.type === 'lost')).toBe(false);
+    const info = await probe.inspect('paused-holder');
+    expect(info?.holders?.map((h) => h.owner).sort()).toEqual(['keeper', 'waiter']);
+  }, 60_000);
+
+  it('processes with wall clocks 30 s ahead and behind: never more than `limit` inside, every process gets its turns', async () => {
+    const insideDir = mkdtempSync(path.join(dir, 'inside-'));
+    // Leases of 6 s, long enough for six processes on a loaded machine, still far below the 30 s skew.
+    const config = { key: 'skewed', limit: 2, leaseMs: 6_000, mode: 'loop', turns: 3, sectionMs: 150, insideDir, waitForGo: true };
+    const skews = [30_000, -30_000, 30_000, -30_000, 0, 0];
+    const six = skews.map((skew, i) => start(server, fixture.tableName, { ...config, owner: `s${i}` }, skew));
+    const ready = await Promise.all(six.map((w) => w.next('ready', 30_000)));
+    // The preload shifted each worker's wall clock as asked (to within a second).
+    expect(ready.map((r) => r.skewMs)).toEqual(skews);
+    ready.forEach((r, i) => expect(Math.abs(r.wallMinusReal! - skews[i]!)).toBeLessThan(1_000));
+    for (const worker of six) worker.child.send('go');
+    await Promise.all(six.map((w) => w.next('done', 45_000)));
+    const turns = six.flatMap((w) => w.reports.filter((r) => r.type === 'turn'));
+    expect(six.map((w) => w.reports.filter((r) => r.type === 'turn').length)).toEqual(Array(6).fill(3));
+    expect(Math.max(...turns.map((t) => t.inside!))).toBeLessThanOrEqual(2);
+    expect(new Set(turns.map((t) => t.fencingToken)).size).toBe(18);
+  }, 60_000);
 });

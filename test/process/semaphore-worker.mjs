@@ -14,6 +14,12 @@
  *   with the fencing token and how many were inside, then `done`.
  * - `hold`: acquires once, reports `acquired`, and holds (heartbeats on) until killed; reports
  *   `lost` if its signal aborts.
+ * - `guard`: as `hold`, and acts every 25 ms while the slot is valid (`lock.isHeld`), as a holder
+ *   would before each write. The first check after a gap of more than `leaseMs` between two checks
+ *   (the process was paused) reports `woke` with whether the slot still read as valid then
+ *   (`actedStale`: it would have written as a holder after its lease ran out) and the signal's state.
+ *
+ * With `CLOCK_SKEW_MS` and `--require test/support/clock-skew.cjs`, the wall clock is off by that much.
  */
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -42,7 +48,10 @@ async function loop() {
     // Warmed up (SDK loaded, connection open), then all start together on the parent's word.
     await manager.inspect(config.key).catch(() => undefined);
     const go = new Promise((resolve) => process.once('message', resolve));
-    await send('ready');
+    await send('ready', {
+      skewMs: globalThis.__clockSkewMs ?? 0,
+      wallMinusReal: Date.now() - new Date(performance.timeOrigin + performance.now()).getTime(),
+    });
     await go;
   }
   const mine = path.join(config.insideDir, `${config.owner}`);
@@ -73,7 +82,25 @@ async function hold() {
   await new Promise(() => undefined);
 }
 
-(config.mode === 'hold' ? hold() : loop()).catch(async (error) => {
+async function guard() {
+  const lock = await manager.acquire(config.key, options);
+  lock.signal.addEventListener('abort', () => void send('lost', { reason: lock.signal.reason?.reason }));
+  await send('acquired', { fencingToken: lock.fencingToken });
+  let last = performance.now();
+  let woke = false;
+  setInterval(() => {
+    const now = performance.now();
+    const valid = lock.isHeld;
+    if (!woke && now - last > config.leaseMs) {
+      woke = true;
+      void send('woke', { pausedMs: now - last, actedStale: valid, aborted: lock.signal.aborted });
+    }
+    last = now;
+  }, 25);
+}
+
+const modes = { hold, guard, loop };
+modes[config.mode]().catch(async (error) => {
   await send('error', { message: String(error?.stack ?? error) });
   process.exit(1);
 });

@@ -201,6 +201,25 @@ export function semaphoreStoreContract(name: string, makeStore: () => Promise<Se
       expect(await store.release(newKey(), tok(), LEASE)).toBe(false);
     });
 
+    it('scanHeld yields every item with holders whose key starts with the prefix, with its holders and limit, and no item without holders', async () => {
+      const prefix = `sem-scan/${tok().slice(0, 8)}/`;
+      const grant = async (key: string, seen: SemaphoreRecord | undefined) => {
+        const write = grantOf(key, seen);
+        return { record: okRecord(await store.grant(write)), token: write.token };
+      };
+      const first = await grant(`${prefix}two`, undefined);
+      const second = await grant(`${prefix}two`, first.record);
+      const emptied = await grant(`${prefix}emptied`, undefined);
+      expect(await store.release(`${prefix}emptied`, emptied.token, LEASE)).toBe(true);
+      await grant(`${prefix.slice(0, -1)}-outside`, undefined);
+      const found: SemaphoreRecord[] = [];
+      for await (const record of store.scanHeld!(prefix)) found.push(record);
+      expect(found.map((r) => r.key)).toEqual([`${prefix}two`]);
+      expect(found[0]).toMatchObject({ limit: LIMIT, count: 2 });
+      expect(found[0]!.holders.map((h) => h.token)).toEqual([first.token, second.token]);
+      expect(found[0]).toEqual(await store.read(`${prefix}two`));
+    });
+
     it('writes on a missing item are refused and create nothing', async () => {
       const key = newKey();
       expect((await store.enqueue(key, LIMIT, tok())).ok).toBe(false);

@@ -17,12 +17,21 @@ export type ProxyMode =
   /** Forward requests at once, and hold every answer back for `ms`. */
   | { kind: 'delay'; ms: number }
   /** Accept connections and swallow requests: nothing reaches the server, nothing is answered. */
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** Reset each connection at its next request: every request fails at once. */
+  | { kind: 'reset' };
 
 /** A TCP proxy in front of a test server whose behaviour can be switched mid-test. */
 export interface StallingProxy extends HungServer {
   mode: ProxyMode;
+  /** HTTP requests passed through so far (the chunks that start one); a hung server counts none. */
+  readonly requests: number;
+  /** Switches to `mode` when request number `requests + 1` arrives, before handling it. */
+  switchAfter(requests: number, mode: ProxyMode): void;
 }
+
+/** The start of an HTTP request line (the SDK sends POST; a keep-alive connection carries several). */
+const REQUEST_LINE = /^(GET|POST|PUT|DELETE|HEAD) \S+ HTTP\/1\.1\r\n/;
 
 /**
  * A server that accepts TCP connections and never answers: DynamoDB hung, or a black-holed
@@ -40,6 +49,8 @@ export function startStallingProxy(target: string, mode: ProxyMode = { kind: 'pa
 function startProxy(target: URL | undefined, initial: ProxyMode): Promise<StallingProxy> {
   const sockets = new Set<Socket>();
   let connections = 0;
+  let requests = 0;
+  let pending: { after: number; mode: ProxyMode } | undefined;
   let endpoint = '';
   const track = (socket: Socket) => {
     sockets.add(socket);
@@ -55,6 +66,12 @@ function startProxy(target: URL | undefined, initial: ProxyMode): Promise<Stalli
     get connections() {
       return connections;
     },
+    get requests() {
+      return requests;
+    },
+    switchAfter(after, mode) {
+      pending = { after, mode };
+    },
     close: () =>
       new Promise<void>((done) => {
         for (const socket of sockets) socket.destroy();
@@ -67,7 +84,15 @@ function startProxy(target: URL | undefined, initial: ProxyMode): Promise<Stalli
     if (!target) return;
     const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
     track(upstream);
-    client.on('data', (chunk) => {
+    client.on('data', (chunk: Buffer) => {
+      if (REQUEST_LINE.test(chunk.toString('latin1', 0, 256))) {
+        if (pending && requests >= pending.after) {
+          proxy.mode = pending.mode;
+          pending = undefined;
+        }
+        requests++;
+      }
+      if (proxy.mode.kind === 'reset') return void client.resetAndDestroy();
       // A hang also swallows requests on connections that were opened before it.
       if (proxy.mode.kind !== 'hang') upstream.write(chunk);
     });

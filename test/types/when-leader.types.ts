@@ -3,6 +3,7 @@
  * `@ts-expect-error` line must be an error, and everything else must compile.
  */
 import { Injectable } from '@nestjs/common';
+import { type Observable, of } from 'rxjs';
 import { WhenLeader } from '../../lib';
 
 @Injectable()
@@ -22,6 +23,16 @@ export class LeaderJobs {
   count(): number | undefined {
     return 1;
   }
+
+  @WhenLeader('scheduler')
+  stream(): Observable<number | undefined> {
+    return of(1);
+  }
+
+  @WhenLeader('scheduler')
+  events(): Observable<void> {
+    return of(undefined);
+  }
 }
 
 @Injectable()
@@ -36,6 +47,12 @@ export class RejectedLeaderJobs {
   @WhenLeader('scheduler')
   count(): number {
     return 1;
+  }
+
+  // @ts-expect-error a follower's Observable emits undefined, which Observable<number> does not allow
+  @WhenLeader('scheduler')
+  stream(): Observable<number> {
+    return of(1);
   }
 
   // @ts-expect-error onElected belongs to lead(): @WhenLeader takes the campaign's options only

@@ -1,13 +1,14 @@
 import { type Command, Option } from 'commander';
 import type { Lock } from '../../core/lock';
-import { FOLLOWING, NOT_ELECTED, PROGRAM } from '../cli.messages';
+import { FOLLOWING, LED_ELSEWHERE, NOT_ELECTED, PROGRAM } from '../cli.messages';
 import { CliError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
 import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
 import { ExitCode } from '../exit-codes';
 import { parseDataOption, parseDurationOption } from '../options';
 import type { Session } from '../session';
-import type { Leadership } from '../../leadership/leadership';
+import { firstRoundOf, type Leadership } from '../../leadership/leadership';
+import { untilAborted } from '../../utils/clock';
 
 const EXAMPLES = `
 Campaigns for the leadership NAME among the hosts running the same command: one of them leads
@@ -22,14 +23,18 @@ Examples:
   $ dynamo-lock lead scheduler -- node scheduler.js
   $ dynamo-lock lead ingest --lease-duration 10s --watch-interval 1s -- ./consume-stream.sh
   $ dynamo-lock lead backup --wait 5m -- ./backup.sh || echo "another host leads"
+  $ dynamo-lock lead nightly --no-wait -- ./nightly.sh || echo "another host leads now"
 
-Exit status: COMMAND's own (128 + N if signal N ended it), 1 if not elected within --wait,
-3 if leadership was lost while COMMAND ran, 127 if COMMAND was not found.`;
+Exit status: COMMAND's own (128 + N if signal N ended it), 1 if not elected within --wait
+(with --no-wait: if another host leads now, even a crashed one whose lease has not run out),
+3 if leadership was lost while COMMAND ran, 4 if DynamoDB fails (with --no-wait: at the campaign's
+first request), 127 if COMMAND was not found.`;
 
 interface LeadCommandOptions {
   leaseDuration: string;
   watchInterval?: string;
-  wait?: string;
+  /** A duration, `false` for `--no-wait`, or `undefined` to campaign without limit. */
+  wait?: string | false;
   data?: string;
   killAfter: string;
 }
@@ -49,6 +54,7 @@ export function registerLead(program: Command, runner: CommandRunner): void {
     )
     .addOption(new Option('--watch-interval <duration>', 'how often a follower reads the lock (default: a third of the lease)'))
     .addOption(new Option('-w, --wait <duration>', 'give up (exit 1) if not elected after this long (default: campaign without limit)'))
+    .addOption(new Option('-n, --no-wait', 'exit 1 at once if another host leads now (4 if DynamoDB fails)'))
     .addOption(new Option('--data <json>', "JSON stored with the leader's lock and shown by inspect and list"))
     .option('--kill-after <duration>', 'after leadership is lost: how long COMMAND has between SIGTERM and SIGKILL', '10s')
     .addHelpText('after', EXAMPLES)
@@ -60,7 +66,7 @@ export function registerLead(program: Command, runner: CommandRunner): void {
 async function lead(session: Session, name: string, argv: readonly string[], options: LeadCommandOptions): Promise<number> {
   const leaseMs = parseDurationOption(options.leaseDuration, '--lease-duration');
   const watchMs = options.watchInterval === undefined ? undefined : parseDurationOption(options.watchInterval, '--watch-interval');
-  const waitMs = options.wait === undefined ? undefined : parseDurationOption(options.wait, '--wait');
+  const waitMs = typeof options.wait === 'string' ? parseDurationOption(options.wait, '--wait') : undefined;
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
   const data = parseDataOption(options.data);
 
@@ -69,9 +75,13 @@ async function lead(session: Session, name: string, argv: readonly string[], opt
     // One read first: the campaign retries network errors for ever, so an unreachable endpoint fails here, at once.
     const holder = await session.manager.inspect(name);
     const leadership = session.manager.lead(name, { leaseDuration: leaseMs, watchInterval: watchMs, data });
-    // Someone leads already: say why nothing runs yet.
-    if (holder) session.note(`${PROGRAM}: ${FOLLOWING(name, holder)}`);
-    const lock = await elected(session, leadership, waitMs, signals.interrupt);
+    let lock: Lock;
+    if (options.wait === false) lock = await electedNow(session, leadership, signals.interrupt);
+    else {
+      // Someone leads already: say why nothing runs yet.
+      if (holder) session.note(`${PROGRAM}: ${FOLLOWING(name, holder)}`);
+      lock = await elected(session, leadership, waitMs, signals.interrupt);
+    }
     return await runWhileHeld(session, lock, {
       argv,
       killAfterMs,
@@ -101,4 +111,20 @@ async function elected(session: Session, leadership: Leadership, waitMs: number 
     const holder = await session.manager.inspect(leadership.name).catch(() => null);
     throw new CliError(NOT_ELECTED(leadership.name, holder, performance.now() - startedAt), ExitCode.busy, { cause: error });
   }
+}
+
+/**
+ * `--no-wait`: the lock of the term when the campaign's first round elects this host.
+ * @throws CliError with exit code 1 when another host leads now; the interrupt's reason on a
+ * signal; the `LockLostError` of a term lost before the command starts (exit code 3); the first
+ * failed request's error (exit code 4), as `exec --no-wait` does: the campaign would retry it.
+ */
+async function electedNow(session: Session, leadership: Leadership, interrupt: AbortSignal): Promise<Lock> {
+  const lock = await untilAborted(interrupt, firstRoundOf(leadership));
+  if (lock) {
+    if (lock.signal.aborted) throw lock.signal.reason;
+    return lock;
+  }
+  const holder = await session.manager.inspect(leadership.name).catch(() => null);
+  throw new CliError(LED_ELSEWHERE(leadership.name, holder), ExitCode.busy);
 }

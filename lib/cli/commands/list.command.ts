@@ -13,19 +13,22 @@ Examples:
   $ dynamo-lock list --prefix deploy-
   $ dynamo-lock list --json | jq -r '.[] | "\\(.key) \\(.owner)"'
 
-Reads the whole table (a Scan): meant for people and tools, not for hot paths.
-With --json, prints an array of locks (see "inspect --help").`;
+Counting semaphores with holders are listed too, with their taken slots ("NAME (2/3 slots)",
+the other columns showing the newest holder). Reads the whole table twice (a Scan for locks,
+one for semaphores): meant for people and tools, not for hot paths.
+With --json, prints an array of locks (see "inspect --help"); a semaphore's object adds its limit,
+waiting and holders.`;
 
 interface ListOptions {
   prefix: string;
   json?: boolean;
 }
 
-/** `list`: every held lock, optionally only those whose names start with a prefix. */
+/** `list`: every held lock and semaphore with holders, optionally only those whose names start with a prefix. */
 export function registerList(program: Command, runner: CommandRunner): void {
   program
     .command('list')
-    .description('List held locks: name, owner, fencing token, since when, lease and data.')
+    .description("List held locks and semaphores: name (a semaphore's taken slots), owner, fencing token, since when, lease and data.")
     .option('--prefix <prefix>', 'only locks whose names start with this', '')
     .addOption(jsonOption())
     .addHelpText('after', EXAMPLES)

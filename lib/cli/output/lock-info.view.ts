@@ -13,6 +13,12 @@ export interface LockInfoJson {
   /** When the lease runs out unless renewed: `updatedAt` + lease. */
   expiresAt: string;
   data?: unknown;
+  /** A counting semaphore's limit (the fields above then describe its newest holder). */
+  limit?: number;
+  /** A semaphore's callers waiting in line. */
+  waiting?: number;
+  /** A semaphore's holders, oldest grant first. */
+  holders?: LockInfoJson[];
 }
 
 /** Column headers of {@link lockInfoRow}. */
@@ -30,13 +36,18 @@ export function lockInfoJson(info: LockInfo): LockInfoJson {
     expiresAt: expiresAt(info).toISOString(),
   };
   if (info.data !== undefined) json.data = info.data;
+  if (info.limit !== undefined) {
+    json.limit = info.limit;
+    json.waiting = info.waiting ?? 0;
+    json.holders = (info.holders ?? []).map(lockInfoJson);
+  }
   return json;
 }
 
-/** One row of the `list` table. */
+/** One row of the `list` table (for a semaphore: its newest holder, and how many of its slots are taken). */
 export function lockInfoRow(info: LockInfo, now: Date): string[] {
   return [
-    info.key,
+    info.limit === undefined ? info.key : `${info.key} (${info.holders?.length ?? 1}/${info.limit} slots)`,
     info.owner,
     String(info.fencingToken),
     relativeTime(info.acquiredAt, now),
