@@ -222,11 +222,12 @@ export class ReadScheduler {
     // ticket per turn, so reading much more often than that finds nothing new, and not much
     // less often than the line could serve this waiter at its fastest (else it is served while
     // it sleeps, and the line waits for it): as often as that while the release is a little
-    // late, then less often the longer it is (a quarter of the time it has been overdue).
+    // late, then less often the longer it is (an eighth of the time it has been overdue).
     // Strongly consistent only when the last such answer is too old for a promoted lease.
     this.strongNext = plan.viewAgeMs > plan.viewValidMs;
-    const overdue = hold === undefined ? 0 : Math.max(0, now - this.holderSince - hold);
-    const fastest = hold === undefined ? this.maxPollMs : Math.max((position - 1) * this.cycleMs(hold), overdue / 4);
+    // A hold not known yet counts as none: overdue since the holder got the lock.
+    const overdue = Math.max(0, now - this.holderSince - (hold ?? 0));
+    const fastest = Math.max((position - 1) * this.cycleMs(hold ?? 0), overdue / 8);
     const cap =
       position <= 1
         ? Math.min(NEXT_IN_LINE_POLL_MS, this.maxPollMs)

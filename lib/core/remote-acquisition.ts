@@ -1,5 +1,5 @@
 import type { LockLogger } from '../interfaces/lock-logger.interface';
-import type { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
+import type { LockBusyError, LockHolder, LockUnavailableError } from '../errors/lock.errors';
 import { TRANSIENT_RETRY } from '../errors/lock.messages';
 import { isHeld, type LockRecord } from '../store/lock-record';
 import { CLAIM_LEASE_MS, claimLeaseOf, type WriteResult } from '../store/lock-store.protocol';
@@ -138,10 +138,9 @@ export class RemoteAcquisition {
       if (step.kind === 'wait') {
         const far = this.schedule.readsFar(this.ticket, monotonicNow(), this.claimMs() / 2);
         await this.pause(this.pollDelay(far));
-        // Strongly consistent when the schedule asks, and near the turn when no such answer
-        // showed the holder yet (its watch starts from one), when the item was seen otherwise
-        // since, or when the roll call or the pass of a silent head falls due by the time the
-        // read is answered (far back, an eventually consistent read shows first whether the line
+        // Strongly consistent when the schedule asks, and near the turn when no watch runs,
+        // when the item was seen otherwise at the same place in line, or when the roll call or
+        // the pass of a silent head falls due by the time the read is answered (far back, an eventually consistent read shows first whether the line
         // moved; a roll call or a pass is a write conditioned on the version, never a risk).
         const strong = this.schedule.readsStrong || (!far && (!this.observed || this.recheck || this.watchDue()));
         await (strong ? this.read() : this.peek());
@@ -426,11 +425,11 @@ export class RemoteAcquisition {
 
   /**
    * One eventually consistent read: where the line is and how fast it moves. It may show the
-   * item a little old, so it never counts towards a lease or a watched version. It may show this
-   * waiter served, though: a release did serve its ticket then, and the lease counts from the
-   * last strongly consistent answer that showed another holder ({@link validFrom}), which came
-   * before that release, so it is safe however old the copy is (when much of the lease is gone,
-   * {@link confirm} writes first, on the condition that the ticket is still served).
+   * item a little old, so a lease never counts from it ({@link validFrom} is the last strongly
+   * consistent answer that showed another holder). It may show this waiter served: a release or
+   * a pass did serve its ticket, after that strong answer, so holding on that lease is safe
+   * however old the copy is (when much of it is gone, {@link confirm} writes first, on the
+   * condition that the ticket is still served). A newer version shown starts its watch (see below).
    */
   private async peek(): Promise<void> {
     const { waiter } = this;
@@ -452,11 +451,14 @@ export class RemoteAcquisition {
       if (this.observed && record?.rvn !== this.observed.rvn) this.recheck = true;
       return;
     }
-    // The version watched is gone: a pass or a roll call at it would only fail.
-    if (this.observed && this.observed.rvn !== record?.rvn) {
-      this.observed = undefined;
-      this.host.history.forgetObservation(waiter.storedKey);
-    }
+    // The line moved: the version watched is gone (a pass or a roll call at it would only fail),
+    // and the one shown is newer than any seen. Its watch starts now: however old the copy, that
+    // version was written before this answer, so a lease counted from here ends after its
+    // holder's (a pass is conditioned on the version, and fails if it changed meanwhile).
+    if (record?.rvn === undefined || this.observed?.rvn === record.rvn) return;
+    waiter.holder = holderOf(record);
+    const seen = { ...versionOf({ ...record, rvn: record.rvn }, this.host.options.leaseMs), holderInfo: waiter.holder };
+    this.observed = this.host.history.observe(waiter.storedKey, seen, monotonicNow());
   }
 
   /** Updates the view: this waiter's ticket, the watched version, holder changes and their timing. */
@@ -485,7 +487,7 @@ export class RemoteAcquisition {
     this.lastNotMineAt = sentAt;
     const held = isHeld(current);
     if (held) {
-      waiter.holder = { owner: current.owner, fencingToken: current.fencingToken, leaseDuration: current.leaseMs ?? silentMs(current) };
+      waiter.holder = holderOf(current);
       host.history.recordBusy(waiter.storedKey, now);
     }
     this.schedule.noteView(current, now, this.ticket);
@@ -567,4 +569,9 @@ export class RemoteAcquisition {
     }
     return undefined;
   }
+}
+
+/** Who holds the lock a record shows, as the busy error and the takeover event name it. */
+function holderOf(record: LockRecord): LockHolder {
+  return { owner: record.owner, fencingToken: record.fencingToken, leaseDuration: record.leaseMs ?? silentMs(record) };
 }
