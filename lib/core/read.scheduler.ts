@@ -160,7 +160,7 @@ export class ReadScheduler {
    * would be too old by its turn (a promoted lease counts from such an answer), and one while a
    * release is overdue when that answer is too old already. The others only
    * look for the line moving or the waiter served, and are eventually consistent (half the price;
-   * see RemoteAcquisition.peek, which also reads strongly to start watching a new holder).
+   * see RemoteAcquisition.peek).
    */
   get readsStrong(): boolean {
     return this.strongNext;

@@ -429,7 +429,9 @@ describeEachServer('dynamo-lock CLI', (server) => {
           ),
         ]);
         expect(readFileSync(termFile, 'utf8')).toBe('SIGTERM');
-        expect(alive(pid)).toBe(false);
+        // Killed: gone once its parent (or init, for a command run through a shell) has reaped it,
+        // which a loaded machine may take a moment to do.
+        await waitFor(() => !alive(pid), 'the command to be gone', 2_000);
         // The thief's lock was left alone.
         expect(JSON.parse((await cli.run(['inspect', name, '--json'])).stdout)).toMatchObject({ owner: 'thief' });
       },
