@@ -26,6 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LockManager } from '../../dist/index.js';
 import { capacityTotals, diffCapacity, diffCounts, totals } from '../support/counting-proxy.mjs';
 import { makeClient } from '../support/client.mjs';
+import { measureWindow } from '../support/window.mjs';
 import { holdFor, round, sleepUntil, wall } from '../support/stats.mjs';
 import { forkWorker, isMain, workerMain } from '../support/worker.mjs';
 import { createTable } from '../systems/index.mjs';
@@ -82,15 +83,10 @@ async function measureRow(ctx, workers, { n, windowMs }, { holdMs, settleMs, fif
   workers.forEach((w, p) => w.send('prepare', { table, count: Math.floor(n / P) + (p < n % P ? 1 : 0), holdMs, fifoSlackMs }));
   const ready = await Promise.all(workers.map((w) => w.next('ready', 300_000)));
   const setupMs = wall() - setupFrom;
-  const startAt = wall() + 200;
-  const measureFrom = startAt + settleMs;
-  const endAt = measureFrom + windowMs;
-  for (const w of workers) w.send('go', { startAt, endAt });
-  await sleepUntil(measureFrom);
-  const [countsBefore, capBefore] = await Promise.all([ctx.proxy.counts(), ctx.proxy.capacity()]);
-  await sleepUntil(endAt);
-  const [countsAfter, capAfter] = await Promise.all([ctx.proxy.counts(), ctx.proxy.capacity()]);
-  const reports = await Promise.all(workers.map((w) => w.next('done', 120_000)));
+  const { measureFrom, endAt, countsBefore, countsAfter, capBefore, capAfter, reports } = await measureWindow(ctx, workers, {
+    settleMs,
+    windowMs,
+  });
 
   // Grants: [participant, askedAt, grantedAt, releasedAt, overtookAny, overtookBeyondSlack] per process.
   const all = reports.flatMap((r, p) =>
