@@ -414,8 +414,10 @@ describeEachServer('dynamo-lock CLI', (server) => {
             `process.on('SIGTERM', () => fs.writeFileSync(termFile, 'SIGTERM')); fs.writeFileSync(pidFile, String(process.pid)); setInterval(() => {}, 1000);`,
           ),
         ]);
-        await waitFor(() => existsSync(pidFile), 'the command to start');
+        // The file exists, empty, before the pid is written into it (and process.kill(0) would signal our own group).
+        await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '', 'the command to start');
         const pid = Number(readFileSync(pidFile, 'utf8'));
+        expect(pid).toBeGreaterThan(0);
         // Another owner takes the item over: the next heartbeat (every ~670 ms) finds a foreign token.
         await stealLock(client, tableName, name);
         const result = await running.result;

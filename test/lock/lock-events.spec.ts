@@ -85,8 +85,12 @@ describeEachServer('lock events (onEvent)', (server) => {
     await lock.release();
     const types = log.events.map((e) => `${e.owner}:${e.type}${'via' in e ? `:${e.via}` : ''}`);
     // Promoted by the release when the holder had seen the queue (its heartbeat), else first of the queue.
-    const via = (log.events[3] as LockEventOf<'acquired'>).via;
-    expect(types).toEqual(['holder:acquired:free', 'waiter:waiting', 'holder:released', `waiter:acquired:${via}`, 'waiter:released']);
+    const granted = log.events.find((e) => e.owner === 'waiter' && e.type === 'acquired') as LockEventOf<'acquired'>;
+    const via = granted.via;
+    // Two managers answer in their own time: the waiter may read the release before the holder's answer to it.
+    expect(types.filter((t) => t.startsWith('holder:'))).toEqual(['holder:acquired:free', 'holder:released']);
+    expect(types.filter((t) => t.startsWith('waiter:'))).toEqual(['waiter:waiting', `waiter:acquired:${via}`, 'waiter:released']);
+    expect(types.slice(0, 2)).toEqual(['holder:acquired:free', 'waiter:waiting']);
     expect(['promotion', 'queue-head']).toContain(via);
     expect(log.events[1]).toMatchObject({ key, holder: { owner: 'holder', fencingToken: held.fencingToken } });
     expect(lock.fencingToken).toBe(held.fencingToken + 1);
