@@ -36,8 +36,8 @@ type Step =
   | { kind: 'free' }
   /** Take back a token of this process that no caller holds (an orphan). */
   | { kind: 'handover'; from: string }
-  /** Pass a holder silent for its whole lease; `mine`: the target is this waiter's own ticket. */
-  | { kind: 'skip'; target: number; mine: boolean }
+  /** Pass the holder of `seen`, silent for its whole lease; `mine`: the target is this waiter's own ticket. */
+  | { kind: 'skip'; target: number; mine: boolean; seen: LockRecord }
   | { kind: 'enqueue' }
   | { kind: 'mark-alive' }
   | { kind: 'wait' };
@@ -66,6 +66,12 @@ export class RemoteAcquisition {
   private enqueueFirst = false;
   /** The version being watched, its lease, and when this process first saw it (kept in the key's history). */
   private observed: RecordObservation | undefined;
+  /**
+   * The item as the watch of {@link observed} started from it: the last strongly consistent view,
+   * or a newer eventually consistent copy that showed the line moved. A roll call or a pass is
+   * written on its version (on an older one it could only fail).
+   */
+  private watched: LockRecord | undefined;
   /** This process's ticket: its place in line, while it can still be served. */
   private ticket: number | undefined;
   /** An enqueue of this waiter was sent: the item's `tailToken` names it when it took the last ticket. */
@@ -278,7 +284,7 @@ export class RemoteAcquisition {
     if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
       // A single attempt may pass what an earlier call saw: that is the previous holder.
       waiter.holder ??= this.observed.holderInfo;
-      return this.skipStep(current);
+      return this.skipStep(this.watched ?? current);
     }
     const orphanRvn = current.token ? this.host.history.orphanAt(waiter.storedKey, current.token, current.rvn) : undefined;
     if (current.token && orphanRvn !== undefined) {
@@ -292,18 +298,18 @@ export class RemoteAcquisition {
       if (now >= waiter.deadline) throw this.host.busyError(waiter);
       return { kind: 'enqueue' };
     }
-    if (this.shouldMarkAlive(now, current)) return { kind: 'mark-alive' };
+    if (this.shouldMarkAlive(now, this.watched ?? current)) return { kind: 'mark-alive' };
     return { kind: 'wait' };
   }
 
-  /** Passing the holder: to the smallest ticket that answered the roll call, this waiter's own, or the next one. */
-  private skipStep(current: LockRecord): Step {
-    const candidate = Math.min(current.live ?? Number.POSITIVE_INFINITY, this.ticket ?? Number.POSITIVE_INFINITY);
-    const target = Number.isFinite(candidate) ? candidate : (current.head ?? 0) + 1;
-    return { kind: 'skip', target, mine: target === this.ticket };
+  /** Passing the holder of `seen`: to the smallest ticket that answered the roll call, this waiter's own, or the next one. */
+  private skipStep(seen: LockRecord): Step {
+    const candidate = Math.min(seen.live ?? Number.POSITIVE_INFINITY, this.ticket ?? Number.POSITIVE_INFINITY);
+    const target = Number.isFinite(candidate) ? candidate : (seen.head ?? 0) + 1;
+    return { kind: 'skip', target, mine: target === this.ticket, seen };
   }
 
-  /** Whether to answer the roll call: the head stalled for half its lease and no smaller ticket answered. */
+  /** Whether to answer the roll call: the head of `current` stalled for half its lease and no smaller ticket answered. */
   private shouldMarkAlive(now: number, current: LockRecord): boolean {
     const { observed, ticket } = this;
     if (!observed || ticket === undefined || observed.version === this.markedAlive) return false;
@@ -337,12 +343,15 @@ export class RemoteAcquisition {
     } else if (this.current?.head !== this.ticket) host.noteWaiting(waiter);
   }
 
-  /** Answers the roll call of the stalled head with this waiter's ticket. */
+  /** Answers the roll call of the stalled head, at the version watched, with this waiter's ticket. */
   private async markAlive(): Promise<void> {
     const { waiter, host, current, observed } = this;
+    const seen = this.watched ?? current;
     this.markedAlive = observed?.version;
-    const result = await this.request(() => host.store.markAlive(waiter.storedKey, current?.rvn ?? '', this.ticket ?? 0), 'none');
-    if (result?.ok && current) this.current = { ...current, live: this.ticket };
+    const result = await this.request(() => host.store.markAlive(waiter.storedKey, seen?.rvn ?? '', this.ticket ?? 0), 'none');
+    if (!result?.ok || !seen) return;
+    this.watched = { ...seen, live: this.ticket };
+    if (seen === current) this.current = this.watched;
   }
 
   /** A write that may grant the lock: free, taking back an orphan, or passing a silent holder. */
@@ -356,14 +365,15 @@ export class RemoteAcquisition {
           return host.store.acquire({ ...writeOf(waiter), condition: { kind: 'handover', from: { token: step.from } } });
         return host.store.skip({
           key: waiter.storedKey,
-          rvn: current?.rvn ?? '',
-          live: current?.live,
+          rvn: step.seen.rvn ?? '',
+          live: step.seen.live,
           target: step.target,
           holder: step.mine ? { token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data } : undefined,
         });
       }),
     );
-    if (result?.ok && step.kind !== 'free' && current?.token) host.history.dropOrphan(waiter.storedKey, current.token);
+    const passed = step.kind === 'skip' ? step.seen : current;
+    if (result?.ok && step.kind !== 'free' && passed?.token) host.history.dropOrphan(waiter.storedKey, passed.token);
     if (result?.ok && step.kind === 'skip' && !isHeld(result.record)) this.passedHolder = true;
     if (result?.ok && result.record.token === waiter.token) {
       const via: AcquiredVia = step.kind === 'free' ? (this.passedHolder ? 'takeover' : 'free') : 'takeover';
@@ -444,6 +454,7 @@ export class RemoteAcquisition {
       this.known = true;
       if (this.observed) this.schedule.notePromotion(record);
       this.observed = undefined;
+      this.watched = undefined;
       this.host.history.forgetObservation(waiter.storedKey);
       return;
     }
@@ -459,6 +470,7 @@ export class RemoteAcquisition {
     waiter.holder = holderOf(record);
     const seen = { ...versionOf({ ...record, rvn: record.rvn }, this.host.options.leaseMs), holderInfo: waiter.holder };
     this.observed = this.host.history.observe(waiter.storedKey, seen, monotonicNow());
+    this.watched = record;
   }
 
   /** Updates the view: this waiter's ticket, the watched version, holder changes and their timing. */
@@ -481,6 +493,7 @@ export class RemoteAcquisition {
       // Served by a release while watching: how late it was learned times others' reads.
       if (mine === 'ticket' && this.observed) this.schedule.notePromotion(current);
       this.observed = undefined;
+      this.watched = undefined;
       host.history.forgetObservation(waiter.storedKey);
       return;
     }
@@ -495,12 +508,14 @@ export class RemoteAcquisition {
     if (held) waiter.expectedReleaseAt = this.schedule.expectedRelease(now);
     if (!held || current.rvn === undefined) {
       this.observed = undefined;
+      this.watched = undefined;
       host.history.forgetObservation(waiter.storedKey);
       return;
     }
     // A holder that wrote promised its lease; a promoted waiter that has not written, its claim lease.
     const seen = { ...versionOf({ ...current, rvn: current.rvn }, host.options.leaseMs), holderInfo: waiter.holder };
     this.observed = host.history.observe(waiter.storedKey, seen, now);
+    this.watched = current;
   }
 
   /**

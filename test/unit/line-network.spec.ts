@@ -216,6 +216,54 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
     expect(stalled.acquisitions).toBeLessThan(0.95 * healthy.acquisitions);
   }, 120_000);
 
+  it('a waiter far back behind dead tickets passes them all at once, one claim lease after it first sees the dead head: no failed write', async () => {
+    const random = seeded(7);
+    jest.spyOn(Math, 'random').mockImplementation(random);
+    const counts: Counts = { reads: 0, writes: 0, ops: {}, readsAt: new Map() };
+    const store = new MemoryLockStore();
+    const portFor = networked(store, () => FAST.oneWay(random), counts);
+    const holder = new LockManager({ store: portFor(), ownerName: 'holder', logger: new MemoryLogger() });
+    const waiter = new LockManager({ store: portFor(), ownerName: 'waiter', logger: new MemoryLogger() });
+    /** Runs fake time until `promise` settles (its requests travel over the simulated network). */
+    const settled = async <T>(promise: Promise<T>): Promise<T> => {
+      let done = false;
+      void promise.finally(() => (done = true)).catch(() => undefined);
+      while (!done) await jest.advanceTimersByTimeAsync(5);
+      return promise;
+    };
+    // Holds of 3 s written in the item: the waiter knows how long holders keep the key, and far
+    // back it reads at most every 2.5 s (half its claim lease), eventually consistently.
+    for (let i = 0; i < 3; i++) {
+      const lock = await settled(holder.acquire('far', { wait: false }));
+      await jest.advanceTimersByTimeAsync(3_000);
+      await settled(lock.release());
+    }
+    const held = await settled(holder.acquire('far', { wait: false }));
+    // Six tickets whose callers never come back, then the waiter: seventh in line, far back.
+    for (let i = 0; i < 6; i++) await store.enqueue({ key: 'far', token: `dead-${i}`, claimMs: 5_000 });
+    let granted: number | undefined;
+    const waiting = waiter.acquire('far', { wait: '1m' }).then((lock) => ((granted = Date.now()), lock));
+    await jest.advanceTimersByTimeAsync(500);
+    const before = { ...counts.ops };
+    // The release serves the first dead ticket: the waiter sees the line move, watches that
+    // version, answers its roll call and passes all six after the claim lease.
+    const releasedAt = Date.now();
+    await settled(held.release());
+    const lock = await settled(waiting);
+    const ops: Record<string, number> = {};
+    for (const [op, c] of Object.entries(counts.ops)) if (c !== (before[op] ?? 0)) ops[op] = c - (before[op] ?? 0);
+    expect(ops['read~']).toBeGreaterThan(0);
+    expect(Object.keys(ops).filter((op) => op.endsWith('!'))).toEqual([]);
+    expect(ops['skip']).toBe(1);
+    // One claim lease of 5 s for all six, counted from the first sight of the dead head, which a
+    // waiter this far back gets within one of its reads (at most 2.5 s apart); a few reads.
+    expect(granted! - releasedAt).toBeGreaterThanOrEqual(5_000);
+    expect(granted! - releasedAt).toBeLessThan(5_000 + 2_500 + 500);
+    expect(ops['read']! + ops['read~']!).toBeLessThanOrEqual(15);
+    await settled(lock.release());
+    await settled(Promise.all([holder.close(), waiter.close()]));
+  }, 60_000);
+
   it('times far-back reads by the pace of the line: eventually consistent, and a few per acquisition', async () => {
     const line = await runNetworkedLine(200, 20_000);
     const far = Object.entries(line.readsAt).filter(([place]) => Number(place) >= 1000 + 5);
