@@ -144,6 +144,9 @@ export class RemoteAcquisition {
       if (step.kind === 'wait') {
         const far = this.schedule.readsFar(this.ticket, monotonicNow(), this.claimMs() / 2);
         await this.pause(this.pollDelay(far));
+        // The pass of a silent head is a write conditioned on the version watched: due now, it
+        // goes without a read first (a version changed since makes it fail, and its answer shows the item).
+        if (this.passDue()) continue;
         // Strongly consistent when the schedule asks, and near the turn when no watch runs,
         // when the item was seen otherwise at the same place in line, or when the roll call or
         // the pass of a silent head falls due by the time the read is answered (far back, an eventually consistent read shows first whether the line
@@ -281,7 +284,7 @@ export class RemoteAcquisition {
     const now = monotonicNow();
     // Seen unchanged for a whole lease, by this call or an earlier one of this process (a single
     // attempt too): its holder, or a promoted waiter that never wrote, is gone.
-    if (this.observed && now - this.observed.at >= this.observed.leaseMs) {
+    if (this.observed && this.passDue()) {
       // A single attempt may pass what an earlier call saw: that is the previous holder.
       waiter.holder ??= this.observed.holderInfo;
       return this.skipStep(this.watched ?? current);
@@ -545,6 +548,12 @@ export class RemoteAcquisition {
     if (!observed) return undefined;
     const answers = this.ticket !== undefined && observed.version !== this.markedAlive;
     return observed.at + (answers ? observed.leaseMs / 2 : observed.leaseMs);
+  }
+
+  /** Whether the watched head has been silent for its whole lease: its pass is due. */
+  private passDue(): boolean {
+    const { observed } = this;
+    return observed !== undefined && monotonicNow() - observed.at >= observed.leaseMs;
   }
 
   /** Whether the roll call or the pass falls due by the time a read sent now is answered. */
