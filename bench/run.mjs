@@ -147,6 +147,8 @@ function planFor(name) {
 
 const mode = quick ? 'quick' : 'full';
 const started = wall();
+// The commit measured: dist/ was built from the tree as it was when the run started.
+const environment = machineAndVersions();
 const server = await startServer({ dynamodbLocal: args.has('--dynamodb-local') });
 const proxy = await startCountingProxy(server.endpoint);
 const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
@@ -186,7 +188,7 @@ const report = {
     date: new Date().toISOString(),
     seconds: Math.round((wall() - started) / 100) / 10,
     settings: { contentionLeaseMs: ctx.leaseMs, ...MODES[mode] },
-    ...machineAndVersions(),
+    ...environment,
   },
   results,
 };

@@ -144,9 +144,11 @@ export class RemoteAcquisition {
       if (step.kind === 'wait') {
         const far = this.schedule.readsFar(this.ticket, monotonicNow(), this.claimMs() / 2);
         await this.pause(this.pollDelay(far));
-        // The pass of a silent head is a write conditioned on the version watched: due now, it
-        // goes without a read first (a version changed since makes it fail, and its answer shows the item).
-        if (this.passDue()) continue;
+        // The pass of a silent head is a write conditioned on the version watched: the waiter it
+        // goes to sends it as soon as it is due, without a read first (a version changed since
+        // makes it fail, and its answer shows the item). The others read first, and mostly find
+        // it passed: a read costs less than a failed write.
+        if (this.passDue() && !this.recheck && this.passesToSelf()) continue;
         // Strongly consistent when the schedule asks, and near the turn when no watch runs,
         // when the item was seen otherwise at the same place in line, or when the roll call or
         // the pass of a silent head falls due by the time the read is answered (far back, an eventually consistent read shows first whether the line
@@ -306,20 +308,28 @@ export class RemoteAcquisition {
   }
 
   /** Passing the holder of `seen`: to the smallest ticket that answered the roll call, this waiter's own, or the next one. */
-  private skipStep(seen: LockRecord): Step {
+  private skipStep(seen: LockRecord): Extract<Step, { kind: 'skip' }> {
     const candidate = Math.min(seen.live ?? Number.POSITIVE_INFINITY, this.ticket ?? Number.POSITIVE_INFINITY);
     const target = Number.isFinite(candidate) ? candidate : (seen.head ?? 0) + 1;
     return { kind: 'skip', target, mine: target === this.ticket, seen };
   }
 
-  /** Whether to answer the roll call: the head of `current` stalled for half its lease and no smaller ticket answered. */
-  private shouldMarkAlive(now: number, current: LockRecord): boolean {
+  /** Whether to answer the roll call now: the watched head (of `seen`) stalled for half its lease. */
+  private shouldMarkAlive(now: number, seen: LockRecord): boolean {
+    const { observed } = this;
+    return observed !== undefined && this.answersRollCall(seen) && now - observed.at >= observed.leaseMs / 2;
+  }
+
+  /**
+   * Whether this waiter answers the roll call of the watched head, as `seen` shows it: a ticket
+   * behind that head (its own is passed, never chosen) that has not answered yet, with no smaller
+   * ticket answered (then the pass goes there, and this waiter only waits for it).
+   */
+  private answersRollCall(seen: LockRecord | undefined): boolean {
     const { observed, ticket } = this;
-    if (!observed || ticket === undefined || observed.version === this.markedAlive) return false;
-    // Only a ticket behind the stalled head answers: the head's own is passed, never chosen.
-    if (current.head === undefined || ticket <= current.head) return false;
-    if (current.live !== undefined && current.live <= ticket) return false;
-    return now - observed.at >= observed.leaseMs / 2;
+    if (!seen || !observed || ticket === undefined || observed.version === this.markedAlive) return false;
+    if (seen.head === undefined || ticket <= seen.head) return false;
+    return seen.live === undefined || seen.live > ticket;
   }
 
   /** Takes a ticket. The answer shows the line: this waiter holds already when its ticket is served. */
@@ -541,13 +551,19 @@ export class RemoteAcquisition {
 
   /**
    * When the watched head's roll call falls due (a waiter that sees it stall answers half-way
-   * through, wherever it is in line, so the pass goes to the first live ticket), or its pass.
+   * through, wherever it is in line, so the pass goes to the first live ticket), or its pass
+   * (answered already, or a smaller ticket did).
    */
   private watchDueAt(): number | undefined {
     const { observed } = this;
     if (!observed) return undefined;
-    const answers = this.ticket !== undefined && observed.version !== this.markedAlive;
-    return observed.at + (answers ? observed.leaseMs / 2 : observed.leaseMs);
+    return observed.at + (this.answersRollCall(this.watched ?? this.current) ? observed.leaseMs / 2 : observed.leaseMs);
+  }
+
+  /** Whether the pass of the watched head goes to this waiter's ticket, by the view the watch started from. */
+  private passesToSelf(): boolean {
+    const seen = this.watched ?? this.current;
+    return seen !== undefined && this.skipStep(seen).mine;
   }
 
   /** Whether the watched head has been silent for its whole lease: its pass is due. */

@@ -214,6 +214,9 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
     // sixth of the window lost, not a line slowed for good by the stall.
     expect(stalled.acquisitions).toBeGreaterThan(0.7 * healthy.acquisitions);
     expect(stalled.acquisitions).toBeLessThan(0.95 * healthy.acquisitions);
+    // Waiters behind a smaller ticket that answered the roll call wait for the pass, without
+    // reading back to back until it comes (14 read units per acquisition over this window).
+    expect(stalled.readUnitsPerAcquisition).toBeLessThan(4);
   }, 120_000);
 
   it('a waiter far back behind dead tickets passes them all at once, one claim lease after it first sees the dead head: no failed write', async () => {
