@@ -196,13 +196,16 @@ const { markdown, checks } = scenarioTables(report);
 report.checks = checks;
 console.log(markdown);
 
-// Every run keeps its results as <mode>-<server>.json; unless --no-docs, it is also the
-// "latest" run that docs/benchmarks.md shows (latest.json, latest.svg and the page itself).
+// Every run keeps its results as <mode>-<server>.json (a run of some scenarios or rows as
+// <mode>-<server>-partial.json, not kept in git, so that it never replaces a whole run's);
+// unless --no-docs, it is also the "latest" run that docs/benchmarks.md shows (latest.json,
+// latest.svg and the page itself).
 const dir = new URL('./results/', import.meta.url);
 mkdirSync(dir, { recursive: true });
 const json = `${JSON.stringify(report, null, 2)}\n`;
-const written = [`bench/results/${mode}-${server.name}.json`];
-writeFileSync(new URL(`${mode}-${server.name}.json`, dir), json);
+const file = `${mode}-${server.name}${only || rowsOnly ? '-partial' : ''}.json`;
+const written = [`bench/results/${file}`];
+writeFileSync(new URL(file, dir), json);
 if (!args.has('--no-docs')) {
   writeFileSync(new URL('latest.json', dir), json);
   writeFileSync(new URL('latest.svg', dir), chartSvg(report));

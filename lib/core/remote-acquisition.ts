@@ -360,9 +360,12 @@ export class RemoteAcquisition {
   private async markAlive(): Promise<void> {
     const { waiter, host, current, observed } = this;
     const seen = this.watched ?? current;
-    this.markedAlive = observed?.version;
     const result = await this.request(() => host.store.markAlive(waiter.storedKey, seen?.rvn ?? '', this.ticket ?? 0), 'none');
-    if (!result?.ok || !seen) return;
+    // No answer (a transient error, retried after its pause): applied or not, the next turn
+    // answers again, or the pass could go past this ticket. Answered: once per version.
+    if (!result) return;
+    this.markedAlive = observed?.version;
+    if (!result.ok || !seen) return;
     this.watched = { ...seen, live: this.ticket };
     if (seen === current) this.current = this.watched;
   }

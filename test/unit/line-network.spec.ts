@@ -29,6 +29,14 @@ function seeded(seed: number): () => number {
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** Runs fake time until `promise` settles (its requests travel over the simulated network). */
+async function settled<T>(promise: Promise<T>): Promise<T> {
+  let done = false;
+  void promise.finally(() => (done = true)).catch(() => undefined);
+  while (!done) await jest.advanceTimersByTimeAsync(5);
+  return promise;
+}
+
 interface Counts {
   reads: number;
   writes: number;
@@ -227,13 +235,6 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
     const portFor = networked(store, () => FAST.oneWay(random), counts);
     const holder = new LockManager({ store: portFor(), ownerName: 'holder', logger: new MemoryLogger() });
     const waiter = new LockManager({ store: portFor(), ownerName: 'waiter', logger: new MemoryLogger() });
-    /** Runs fake time until `promise` settles (its requests travel over the simulated network). */
-    const settled = async <T>(promise: Promise<T>): Promise<T> => {
-      let done = false;
-      void promise.finally(() => (done = true)).catch(() => undefined);
-      while (!done) await jest.advanceTimersByTimeAsync(5);
-      return promise;
-    };
     // Holds of 3 s written in the item: the waiter knows how long holders keep the key, and far
     // back it reads at most every 2.5 s (half its claim lease), eventually consistently.
     for (let i = 0; i < 3; i++) {
@@ -265,6 +266,52 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
     expect(ops['read']! + ops['read~']!).toBeLessThanOrEqual(15);
     await settled(lock.release());
     await settled(Promise.all([holder.close(), waiter.close()]));
+  }, 60_000);
+
+  it('a roll-call answer that got no answer (a transient error) is sent again: the pass is not given past that waiter', async () => {
+    const random = seeded(3);
+    jest.spyOn(Math, 'random').mockImplementation(random);
+    const counts: Counts = { reads: 0, writes: 0, ops: {}, readsAt: new Map() };
+    const store = new MemoryLockStore();
+    // The first waiter is 40 ms away, the second 1–3 ms: the second sees the dead head first, so
+    // it passes it first, to the smallest ticket that answered the roll call.
+    const far = networked(store, () => 40, counts)();
+    let throttled = 0;
+    const first = new LockManager({
+      store: {
+        ...far,
+        markAlive: async (...args: Parameters<LockStorePort['markAlive']>) => {
+          if (throttled++ === 0) {
+            await pause(40);
+            throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+          }
+          return far.markAlive(...args);
+        },
+      },
+      ownerName: 'first',
+      logger: new MemoryLogger(),
+    });
+    const near = networked(store, () => FAST.oneWay(random), counts);
+    const holder = new LockManager({ store: near(), ownerName: 'holder', logger: new MemoryLogger() });
+    const second = new LockManager({ store: near(), ownerName: 'second', logger: new MemoryLogger() });
+    const held = await settled(holder.acquire('roll-call', { wait: false }));
+    // A ticket whose caller never comes back is served by the release; both waiters queue behind it.
+    await store.enqueue({ key: 'roll-call', token: 'dead', claimMs: 5_000 });
+    const order: string[] = [];
+    const firstLock = first.acquire('roll-call', { wait: '1m' }).then((lock) => (order.push('first'), lock));
+    await jest.advanceTimersByTimeAsync(300);
+    const secondLock = second.acquire('roll-call', { wait: '1m' }).then((lock) => (order.push('second'), lock));
+    await jest.advanceTimersByTimeAsync(300);
+    await settled(held.release());
+    const a = await settled(firstLock);
+    expect(throttled).toBeGreaterThan(1);
+    expect(order).toEqual(['first']);
+    await settled(a.release());
+    const b = await settled(secondLock);
+    expect(order).toEqual(['first', 'second']);
+    expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
+    await settled(b.release());
+    await settled(Promise.all([holder.close(), first.close(), second.close()]));
   }, 60_000);
 
   it('times far-back reads by the pace of the line: eventually consistent, and a few per acquisition', async () => {
