@@ -40,6 +40,8 @@ const only = option('only');
 const rowsOnly = option('rows');
 /** `--systems=ours,raw` compares fewer locks (ours is always in: every ratio is to it). */
 const locks = LOCKS.filter((id) => id === 'ours' || (option('systems') ?? LOCKS).includes(id));
+/** A run of some scenarios, rows or systems: its results are kept apart from whole runs'. */
+const partial = Boolean(only || rowsOnly || option('systems'));
 
 /** Sizes per mode: quick is a CI smoke test (about 1 min); full gives stable figures in about 7 minutes. */
 const MODES = {
@@ -196,17 +198,17 @@ const { markdown, checks } = scenarioTables(report);
 report.checks = checks;
 console.log(markdown);
 
-// Every run keeps its results as <mode>-<server>.json (a run of some scenarios or rows as
-// <mode>-<server>-partial.json, not kept in git, so that it never replaces a whole run's);
-// unless --no-docs, it is also the "latest" run that docs/benchmarks.md shows (latest.json,
-// latest.svg and the page itself).
+// Every run keeps its results as <mode>-<server>.json; a whole run without --no-docs is also
+// the "latest" run that docs/benchmarks.md shows (latest.json, latest.svg and the page itself).
+// A run of some scenarios, rows or systems writes <mode>-<server>-partial.json only (not kept in
+// git), so that it never replaces a whole run's results or page.
 const dir = new URL('./results/', import.meta.url);
 mkdirSync(dir, { recursive: true });
 const json = `${JSON.stringify(report, null, 2)}\n`;
-const file = `${mode}-${server.name}${only || rowsOnly ? '-partial' : ''}.json`;
+const file = `${mode}-${server.name}${partial ? '-partial' : ''}.json`;
 const written = [`bench/results/${file}`];
 writeFileSync(new URL(file, dir), json);
-if (!args.has('--no-docs')) {
+if (!partial && !args.has('--no-docs')) {
   writeFileSync(new URL('latest.json', dir), json);
   writeFileSync(new URL('latest.svg', dir), chartSvg(report));
   mkdirSync(new URL('../docs/', import.meta.url), { recursive: true });

@@ -465,12 +465,13 @@ npm run bench                        # full run on dynalite (about 7 minutes); r
 npm run bench:quick                  # CI smoke test, about a minute; keeps this page (--no-docs)
 npm run bench -- --dynamodb-local    # against DynamoDB Local (needs Java 17+)
 DYNAMODB_ENDPOINT=http://127.0.0.1:8000 npm run bench   # any local DynamoDB-compatible server (plain HTTP)
-npm run bench -- --only=crossProcess,takeover --systems=raw --no-docs   # some scenarios, fewer comparators
-npm run bench -- --dynamodb-local --only=waiting --no-docs   # billed capacity while waiting (+ scenario 3's 20 ms hold)
+npm run bench -- --only=crossProcess,takeover --systems=raw   # some scenarios, fewer comparators
+npm run bench -- --dynamodb-local --only=waiting   # billed capacity while waiting (+ scenario 3's 20 ms hold)
 \`\`\`
 
 Every run writes \`bench/results/<mode>-<server>.json\` (the last run of each kind); without \`--no-docs\` it is also
-the latest run: \`bench/results/latest.json\`, \`latest.svg\` and this page. Code: \`bench/run.mjs\` (orchestration, sizes per mode), \`bench/scenarios/\` (one file per scenario,
+the latest run: \`bench/results/latest.json\`, \`latest.svg\` and this page. A run of some scenarios, rows or systems
+(\`--only\`, \`--rows\`, \`--systems\`) writes \`bench/results/<mode>-<server>-partial.json\` only. Code: \`bench/run.mjs\` (orchestration, sizes per mode), \`bench/scenarios/\` (one file per scenario,
 each also its own worker process), \`bench/systems/\` (one adapter per lock), \`bench/support/\` (server, counting proxy,
 process plumbing), \`bench/report/\` (tables, this page, the chart).
 

@@ -87,6 +87,13 @@ function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts)
   };
 }
 
+/** A fresh in-memory store with its request counts, and `Math.random` (jitter) seeded for the run. */
+function simulation(seed: number): { random: () => number; counts: Counts; store: MemoryLockStore } {
+  const random = seeded(seed);
+  jest.spyOn(Math, 'random').mockImplementation(random);
+  return { random, counts: { reads: 0, writes: 0, ops: {}, readsAt: new Map() }, store: new MemoryLockStore() };
+}
+
 /** One-way delays and hold overruns of a network profile, from a seeded generator. */
 interface NetworkProfile {
   readonly oneWay: (random: () => number) => number;
@@ -104,10 +111,7 @@ const LOADED: NetworkProfile = {
  * `deadTickets` tickets taken by callers that never come back join the line as the window opens.
  */
 async function runNetworkedLine(n: number, ms: number, { seed = 1, deadTickets = 0, profile = FAST } = {}) {
-  const random = seeded(seed);
-  jest.spyOn(Math, 'random').mockImplementation(random);
-  const counts: Counts = { reads: 0, writes: 0, ops: {}, readsAt: new Map() };
-  const store = new MemoryLockStore();
+  const { random, counts, store } = simulation(seed);
   const portFor = networked(store, () => profile.oneWay(random), counts);
   const managers = Array.from(
     { length: n },
@@ -228,10 +232,7 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
   }, 120_000);
 
   it('a waiter far back behind dead tickets passes them all at once, one claim lease after it first sees the dead head: no failed write', async () => {
-    const random = seeded(7);
-    jest.spyOn(Math, 'random').mockImplementation(random);
-    const counts: Counts = { reads: 0, writes: 0, ops: {}, readsAt: new Map() };
-    const store = new MemoryLockStore();
+    const { random, counts, store } = simulation(7);
     const portFor = networked(store, () => FAST.oneWay(random), counts);
     const holder = new LockManager({ store: portFor(), ownerName: 'holder', logger: new MemoryLogger() });
     const waiter = new LockManager({ store: portFor(), ownerName: 'waiter', logger: new MemoryLogger() });
@@ -269,13 +270,12 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
   }, 60_000);
 
   it('a roll-call answer that got no answer (a transient error) is sent again: the pass is not given past that waiter', async () => {
-    const random = seeded(3);
-    jest.spyOn(Math, 'random').mockImplementation(random);
-    const counts: Counts = { reads: 0, writes: 0, ops: {}, readsAt: new Map() };
-    const store = new MemoryLockStore();
+    const { random, counts, store } = simulation(3);
     // The first waiter is 40 ms away, the second 1–3 ms: the second sees the dead head first, so
     // it passes it first, to the smallest ticket that answered the roll call.
-    const far = networked(store, () => 40, counts)();
+    // The first waiter's requests are counted apart: the pass must be the second's.
+    const firstCounts: Counts = { reads: 0, writes: 0, ops: {}, readsAt: new Map() };
+    const far = networked(store, () => 40, firstCounts)();
     let throttled = 0;
     const first = new LockManager({
       store: {
@@ -305,6 +305,9 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
     await settled(held.release());
     const a = await settled(firstLock);
     expect(throttled).toBeGreaterThan(1);
+    // The second passed the dead head (it saw it first), to the first: the smallest ticket that answered.
+    expect(firstCounts.ops['skip']).toBeUndefined();
+    expect(counts.ops['skip']).toBe(1);
     expect(order).toEqual(['first']);
     await settled(a.release());
     const b = await settled(secondLock);
