@@ -341,12 +341,17 @@ function waitingTables(r, hold20) {
     },
     { metric: 'participants without a grant', get: (x) => x.participantsWithoutGrant, fmt: num },
     {
-      metric: `FIFO inversions (overtook a caller of the same process that asked ≥ ${r.fifoSlackMs} ms earlier)`,
+      metric: `FIFO inversions (overtook a caller of the same process that asked ≥ ${r.fifoSlackMs} ms earlier, within the window)`,
       get: (x) => x.fifoInversions,
       fmt: num,
       target: () => exactly(0, 0),
     },
     { metric: '… with no slack (any earlier caller)', get: (x) => x.fifoInversionsAnySlack, fmt: num },
+    {
+      metric: '… of callers that asked in the start-up burst, before the window (first asks try the free lock first)',
+      get: (x) => x.fifoInversionsOfStartUpAsks,
+      fmt: num,
+    },
     { metric: 'overlaps (two holders > 2 ms)', get: (x) => x.overlaps, fmt: num, target: () => exactly(0, 0) },
     { metric: 'event-loop delay p99 in the workers', get: (x) => x.eventLoopP99Ms, fmt: ms },
     { metric: 'row time (start-up + settle + window)', get: (x) => x.rowSeconds, fmt: (v) => (v == null ? '–' : `${num(v, 1)} s`) },
