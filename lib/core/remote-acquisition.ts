@@ -149,10 +149,11 @@ export class RemoteAcquisition {
         // makes it fail, and its answer shows the item). The others read first, and mostly find
         // it passed: a read costs less than a failed write.
         if (this.passDue() && !this.recheck && this.passesToSelf()) continue;
-        // Strongly consistent when the schedule asks, and near the turn when no watch runs,
-        // when the item was seen otherwise at the same place in line, or when the roll call or
-        // the pass of a silent head falls due by the time the read is answered (far back, an eventually consistent read shows first whether the line
-        // moved; a roll call or a pass is a write conditioned on the version, never a risk).
+        // Strongly consistent when the schedule asks, and near the turn when no watch runs, when
+        // the item was seen otherwise at the same place in line, or when the roll call or the
+        // pass of a silent head falls due by the time the read is answered (far back, an
+        // eventually consistent read shows first whether the line moved; a roll call or a pass
+        // is a write conditioned on the version, never a risk).
         const strong = this.schedule.readsStrong || (!far && (!this.observed || this.recheck || this.watchDue()));
         await (strong ? this.read() : this.peek());
         continue;
@@ -359,7 +360,7 @@ export class RemoteAcquisition {
   /** Answers the roll call of the stalled head, at the version watched, with this waiter's ticket. */
   private async markAlive(): Promise<void> {
     const { waiter, host, current, observed } = this;
-    const seen = this.watched ?? current;
+    const seen = this.watchedView;
     const result = await this.request(() => host.store.markAlive(waiter.storedKey, seen?.rvn ?? '', this.ticket ?? 0), 'none');
     // No answer (a transient error, retried after its pause): applied or not, the next turn
     // answers again, or the pass could go past this ticket. Answered: once per version.
@@ -469,9 +470,7 @@ export class RemoteAcquisition {
       this.current = record;
       this.known = true;
       if (this.observed) this.schedule.notePromotion(record);
-      this.observed = undefined;
-      this.watched = undefined;
-      this.host.history.forgetObservation(waiter.storedKey);
+      this.stopWatch();
       return;
     }
     if (!this.schedule.noteTimingView(record, monotonicNow(), this.ticket)) {
@@ -484,9 +483,7 @@ export class RemoteAcquisition {
     // holder's (a pass is conditioned on the version, and fails if it changed meanwhile).
     if (record?.rvn === undefined || this.observed?.rvn === record.rvn) return;
     waiter.holder = holderOf(record);
-    const seen = { ...versionOf({ ...record, rvn: record.rvn }, this.host.options.leaseMs), holderInfo: waiter.holder };
-    this.observed = this.host.history.observe(waiter.storedKey, seen, monotonicNow());
-    this.watched = record;
+    this.startWatch(record, record.rvn, monotonicNow());
   }
 
   /** Updates the view: this waiter's ticket, the watched version, holder changes and their timing. */
@@ -508,9 +505,7 @@ export class RemoteAcquisition {
     if (mine) {
       // Served by a release while watching: how late it was learned times others' reads.
       if (mine === 'ticket' && this.observed) this.schedule.notePromotion(current);
-      this.observed = undefined;
-      this.watched = undefined;
-      host.history.forgetObservation(waiter.storedKey);
+      this.stopWatch();
       return;
     }
     this.lastNotMineAt = sentAt;
@@ -523,15 +518,32 @@ export class RemoteAcquisition {
     // For the busy error: when this holder will likely release (a hint for callers' retries).
     if (held) waiter.expectedReleaseAt = this.schedule.expectedRelease(now);
     if (!held || current.rvn === undefined) {
-      this.observed = undefined;
-      this.watched = undefined;
-      host.history.forgetObservation(waiter.storedKey);
+      this.stopWatch();
       return;
     }
-    // A holder that wrote promised its lease; a promoted waiter that has not written, its claim lease.
-    const seen = { ...versionOf({ ...current, rvn: current.rvn }, host.options.leaseMs), holderInfo: waiter.holder };
-    this.observed = host.history.observe(waiter.storedKey, seen, now);
-    this.watched = current;
+    this.startWatch(current, current.rvn, now);
+  }
+
+  /**
+   * Watches the version `record` shows, from `now` (or from when this process first saw it): a
+   * holder that wrote promised its lease; a promoted waiter that has not written, its claim lease.
+   */
+  private startWatch(record: LockRecord, rvn: string, now: number): void {
+    const seen = { ...versionOf({ ...record, rvn }, this.host.options.leaseMs), holderInfo: this.waiter.holder };
+    this.observed = this.host.history.observe(this.waiter.storedKey, seen, now);
+    this.watched = record;
+  }
+
+  /** No version to watch (free, gone, or this waiter's own). */
+  private stopWatch(): void {
+    this.observed = undefined;
+    this.watched = undefined;
+    this.host.history.forgetObservation(this.waiter.storedKey);
+  }
+
+  /** The item as the watch started from it (see {@link watched}), else the last view. */
+  private get watchedView(): LockRecord | undefined {
+    return this.watched ?? this.current;
   }
 
   /**
@@ -560,12 +572,12 @@ export class RemoteAcquisition {
   private watchDueAt(): number | undefined {
     const { observed } = this;
     if (!observed) return undefined;
-    return observed.at + (this.answersRollCall(this.watched ?? this.current) ? observed.leaseMs / 2 : observed.leaseMs);
+    return observed.at + (this.answersRollCall(this.watchedView) ? observed.leaseMs / 2 : observed.leaseMs);
   }
 
   /** Whether the pass of the watched head goes to this waiter's ticket, by the view the watch started from. */
   private passesToSelf(): boolean {
-    const seen = this.watched ?? this.current;
+    const seen = this.watchedView;
     return seen !== undefined && this.skipStep(seen).mine;
   }
 
