@@ -193,6 +193,8 @@ export class LeaseKeeper {
         owner: options.ownerName,
         leaseMs,
         ttlLeaseMs: leaseMs,
+        // A promoted waiter's first write: the item then shows when it got the lock, not this write.
+        acquiredAt: lease.lock.acquiredAt.getTime(),
       });
       if (result.ok) lease.rvn = result.record.rvn;
       // Ran out locally meanwhile: the orphan mark follows the version this write left.

@@ -29,8 +29,13 @@ const FAR_TURNS = 4;
 /** Far back, a read aims at this share of the place in line still ahead, and at least three turns early: the margin for a pace that changes. */
 const FAR_AIM = 0.1;
 const FAR_AIM_MIN = 3;
-/** The pace measured is taken at most this many turns of usual hold and round trips (a stall seen must not slow reads for good). */
-const PACE_LIMIT = 2;
+/**
+ * Far back, the pace measured is taken at most this many usual turns (hold and round trips); near
+ * the turn, at most one. A pace measured across a stall (a dead ticket passed) is slow: waiters
+ * that read by it come late to their turn, the line waits for them, and the pace the others then
+ * measure keeps it slow (at twice a usual turn, it took 12 s to recover from a 5 s stall).
+ */
+const PACE_LIMIT = 1.25;
 
 /** What the schedule needs to know of the waiter at the moment it is asked. */
 export interface ReadPlan {
@@ -187,17 +192,17 @@ export class ReadScheduler {
       const cycle = this.cycleMs(hold);
       // Near the turn, at the pace the line was seen moving (hand-overs on a loaded host take
       // several round trips: timed by the fastest turn, a waiter would read at every place), and
-      // never slower than two usual turns: a stall the line went through (a dead ticket passed)
-      // must not make waiters read late after it.
-      const turn = Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle);
+      // never slower than a usual turn: a stall the line went through (a dead ticket passed) must
+      // not make waiters read late after it.
+      const turn = Math.min(this.paceMs ?? cycle, cycle);
       // Timers of a loaded process fire late: aimed reads are set that much earlier.
       const late = this.history.timerLateness();
       if (plan.far) {
         // Far back: at the pace the line was seen moving (never faster than holds), else the
         // fastest it can, aiming at a few turns before its own, and at least half-way there.
-        // Never taken slower than two usual turns: a stall the line went through (dead tickets
-        // passed) would otherwise make waiters behind it sleep past their turn, and the line
-        // would stay slow; a line that is slower for good costs a few more timing reads.
+        // Never taken much slower than a usual turn (PACE_LIMIT): a stall the line went through
+        // would otherwise make waiters behind it sleep past their turn, and the line would stay
+        // slow; a line that is slower for good costs a few more timing reads.
         const pace = Math.max(hold, Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle));
         const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
         // At most `plan.farReadMs` between reads: a waiter served while it sleeps reads well
@@ -212,9 +217,12 @@ export class ReadScheduler {
       const served = this.holderSince + hold + (position - 1) * turn + this.rttMs / 2 - late - now;
       // Served then, with a margin of a few turns: would the last such answer still count?
       const stale = plan.viewAgeMs + Math.max(0, served) + 4 * turn > plan.viewValidMs;
-      const away = position > 1 && stale ? served - turn : served;
+      // Read one turn early, a strongly consistent answer still counts by the turn only when turns
+      // are short next to its validity; with longer ones, the read at the turn is that answer.
+      const early = position > 1 && stale && 5 * turn <= plan.viewValidMs;
+      const away = early ? served - turn : served;
       // Only that read needs to be strongly consistent: a lease counts from such an answer.
-      this.strongNext = stale;
+      this.strongNext = stale && (early || position <= 1);
       // Never longer than a far-back read either: a line that stalled can move fast again.
       if (away > POLL_MIN_MS) return Math.min(away, position <= 1 ? this.maxPollMs : plan.farReadMs);
     }

@@ -69,6 +69,11 @@ export interface HeartbeatWrite {
   ttlLeaseMs: number;
   /** The holder's data, when it has some to write. */
   data?: string;
+  /**
+   * When the holder got the lock (wall clock, ms since the epoch), written only when the item has
+   * no acquisition time yet (a promoted waiter's first write); the time of this write by default.
+   */
+  acquiredAt?: number;
 }
 
 /**

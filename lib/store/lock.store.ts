@@ -234,6 +234,7 @@ export class LockStore implements LockStorePort {
       ':rvn': { S: randomToken() },
       ':now': { N: String(now) },
       ':owner': { S: write.owner },
+      ':acquiredAt': { N: String(write.acquiredAt ?? now) },
     };
     const condition = holdingCondition(write.holding, values);
     const set = [
@@ -241,7 +242,7 @@ export class LockStore implements LockStorePort {
       '#updatedAt = :now',
       '#token = :token',
       '#owner = if_not_exists(#owner, :owner)',
-      '#acquiredAt = if_not_exists(#acquiredAt, :now)',
+      '#acquiredAt = if_not_exists(#acquiredAt, :acquiredAt)',
     ];
     if (write.leaseMs !== undefined) {
       set.push('#lease = :lease');

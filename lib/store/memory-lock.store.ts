@@ -186,7 +186,7 @@ export class MemoryLockStore implements LockStorePort {
         ...item,
         token: w.holding.token,
         owner: item.owner ?? w.owner,
-        acquiredAt: item.acquiredAt ?? now,
+        acquiredAt: item.acquiredAt ?? w.acquiredAt ?? now,
         rvn: randomToken(),
         updatedAt: now,
         leaseMs: w.leaseMs ?? item.leaseMs,

@@ -269,6 +269,28 @@ describeEachServer('LockManager', (server) => {
       expect(await manager.inspect(key)).toBeNull();
     });
 
+    it('shows a holder served from the line as holding since it got the lock, not since its first heartbeat', async () => {
+      const holder = fixture.manager({ ownerName: 'first' });
+      const waiter = fixture.manager({ ownerName: 'second', leaseDuration: 1_500, heartbeatInterval: 500 });
+      const key = newKey('inspect-promoted');
+      const first = await holder.acquire(key);
+      const waiting = new Promise<void>((resolve) => {
+        const stop = waiter.subscribe((event) => event.type === 'waiting' && (stop(), resolve()));
+      });
+      const pending = waiter.acquire(key, { wait: '10s' });
+      // The waiter of the other manager takes a ticket; the release serves it.
+      await waiting;
+      await sleep(100);
+      await first.release();
+      const second = await pending;
+      // Its first heartbeat writes its token, a third of its claim lease after it got the lock.
+      await sleep(1_000);
+      const info = await holder.inspect(key);
+      expect(info).toMatchObject({ owner: 'second', fencingToken: second.fencingToken });
+      expect(Math.abs(info!.acquiredAt.getTime() - second.acquiredAt.getTime())).toBeLessThan(100);
+      await second.release();
+    });
+
     it('writes a TTL attribute for clean-up, ttlDays ahead', async () => {
       const manager = fixture.manager({ ttlDays: 3 });
       const key = newKey('ttl');

@@ -607,6 +607,19 @@ export function lockStoreContract(
         expect(await mustRead(key)).toMatchObject({ ...NO_HOLDER, head: waiters[1]!.ticket, released: w1.token });
       });
 
+      it('writes the acquisition time its first heartbeat gives (when it got the lock), and no later one', async () => {
+        const { key, holder, waiters } = await line('promoted-acquired-at', 1);
+        const w1 = waiters[0]!;
+        expect(await store.release(key, holdingOf(holder), LEASE)).toBe(true);
+        const grantedAt = (await mustRead(key)).updatedAt! + 7;
+        const claimed = okRecord(await heartbeat(key, holdingOf(w1), { acquiredAt: grantedAt }));
+        expect(claimed.acquiredAt).toBe(grantedAt);
+        expect(claimed.updatedAt).toBeGreaterThanOrEqual(grantedAt - 7);
+        const renewed = okRecord(await heartbeat(key, { token: w1.token }, { acquiredAt: grantedAt + 1_000 }));
+        expect(renewed.acquiredAt).toBe(grantedAt);
+        expect(await mustRead(key)).toMatchObject({ acquiredAt: grantedAt, token: w1.token });
+      });
+
       it('can release without having written: the next ticket is served', async () => {
         const { key, holder, waiters } = await line('promoted-release', 2);
         const [w1, w2] = waiters as [Waiter, Waiter];
