@@ -49,6 +49,8 @@ export interface ReadPlan {
   readonly far: boolean;
   /** The longest pause before a read when not next in line (a waiter served while it sleeps holds the line up). */
   readonly farReadMs: number;
+  /** The longest pause before a timing read, far back (see {@link ReadScheduler.readsFar}). */
+  readonly timingReadMs: number;
 }
 
 /**
@@ -205,10 +207,10 @@ export class ReadScheduler {
         // slow; a line that is slower for good costs a few more timing reads.
         const pace = Math.max(hold, Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle));
         const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
-        // At most `plan.farReadMs` between reads: a waiter served while it sleeps reads well
-        // before it could be passed, whatever pace it measured.
+        // At most `plan.timingReadMs` between reads: a waiter served while it sleeps reads before
+        // it could be passed, whatever pace it measured.
         const aimed = Math.max(this.holderSince + hold + (position - 1 - aim) * pace - late - now, ((position - aim) * pace) / 2);
-        const delay = Math.min(aimed, plan.farReadMs);
+        const delay = Math.min(aimed, plan.timingReadMs);
         // The read that brings the waiter near its turn is strongly consistent when the last such
         // answer would be too old by its turn: a lease it is promoted to counts from it.
         this.strongNext = aim === FAR_AIM_MIN && plan.viewAgeMs + delay + (aim + 4) * pace > plan.viewValidMs;

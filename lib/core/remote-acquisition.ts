@@ -32,6 +32,12 @@ export interface AcquisitionHost {
   nextWaiter(storedKey: string): Waiter | undefined;
 }
 
+/**
+ * Far back, the longest pause between timing reads, as a share of the claim lease: a waiter served
+ * while it sleeps reads before the others could pass it (a claim lease after they see it).
+ */
+const TIMING_READ_SHARE = 0.75;
+
 type Step =
   | { kind: 'free' }
   /** Take back a token of this process that no caller holds (an orphan). */
@@ -556,9 +562,16 @@ export class RemoteAcquisition {
     // holder: one older than a quarter of the claim lease would make the waiter write soon after
     // it holds (its first heartbeat falls due a third of the way through).
     const claimMs = this.claimMs();
-    const plan = { ticket: this.ticket, viewAgeMs: now - this.lastNotMineAt, viewValidMs: claimMs / 4, far, farReadMs: claimMs / 2 };
+    const plan = {
+      ticket: this.ticket,
+      viewAgeMs: now - this.lastNotMineAt,
+      viewValidMs: claimMs / 4,
+      far,
+      farReadMs: claimMs / 2,
+      timingReadMs: TIMING_READ_SHARE * claimMs,
+    };
     let delay = this.schedule.delay(now, plan);
-    const due = this.watchDueAt();
+    const due = this.watchDueAt(far);
     if (due !== undefined) delay = Math.min(delay, Math.max(0, due - now));
     if (!this.quiet) delay = Math.min(delay, this.waiter.deadline - now);
     return Math.max(0, delay);
@@ -566,13 +579,18 @@ export class RemoteAcquisition {
 
   /**
    * When the watched head's roll call falls due (a waiter that sees it stall answers half-way
-   * through, wherever it is in line, so the pass goes to the first live ticket), or its pass
-   * (answered already, or a smaller ticket did).
+   * through its lease, wherever it is in line, so the pass goes to the first live ticket), or its
+   * pass (answered already, or a smaller ticket did). A timing read far back, in a line seen
+   * moving, waits for three quarters of the lease instead: the line has mostly moved on by then,
+   * and if it stalled, that read shows it and the answer goes at once. (One that saw the stall
+   * later than another waiter behind it by more than a quarter of the lease may be passed over,
+   * and queue anew: only when every ticket ahead of it is dead.)
    */
-  private watchDueAt(): number | undefined {
+  private watchDueAt(timing = false): number | undefined {
     const { observed } = this;
     if (!observed) return undefined;
-    return observed.at + (this.answersRollCall(this.watchedView) ? observed.leaseMs / 2 : observed.leaseMs);
+    if (!this.answersRollCall(this.watchedView)) return observed.at + observed.leaseMs;
+    return observed.at + (timing ? TIMING_READ_SHARE : 0.5) * observed.leaseMs;
   }
 
   /** Whether the pass of the watched head goes to this waiter's ticket, by the view the watch started from. */
