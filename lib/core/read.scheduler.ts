@@ -29,13 +29,8 @@ const FAR_TURNS = 4;
 /** Far back, a read aims at this share of the place in line still ahead, and at least three turns early: the margin for a pace that changes. */
 const FAR_AIM = 0.1;
 const FAR_AIM_MIN = 3;
-/**
- * Far back, the pace measured is taken at most this many usual turns (hold and round trips); near
- * the turn, at most one. A pace measured across a stall (a dead ticket passed) is slow: waiters
- * that read by it come late to their turn, the line waits for them, and the pace the others then
- * measure keeps it slow (at twice a usual turn, it took 12 s to recover from a 5 s stall).
- */
-const PACE_LIMIT = 1.25;
+/** The pace measured is taken at most this many turns of usual hold and round trips (a stall seen must not slow reads for good). */
+const PACE_LIMIT = 2;
 
 /** What the schedule needs to know of the waiter at the moment it is asked. */
 export interface ReadPlan {
@@ -163,8 +158,9 @@ export class ReadScheduler {
 
   /**
    * Whether the read the last {@link delay} timed must be strongly consistent: one that brings
-   * the waiter near its turn, or reads one turn early, when its last strongly consistent answer
-   * would be too old by its turn (a promoted lease counts from such an answer), and one while a
+   * the waiter near its turn, or reads one turn early (next in line, when turns are long), when
+   * its last strongly consistent answer would be too old by its turn (a promoted lease counts from
+   * such an answer), and one while a
    * release is overdue when that answer is too old already. The others only
    * look for the line moving or the waiter served, and are eventually consistent (half the price;
    * see RemoteAcquisition.peek).
@@ -183,8 +179,8 @@ export class ReadScheduler {
    * How long to wait before the next read, at `now`. Near its turn, the read aims just after the
    * release that serves the waiter lands (a read too early costs one more); a waiter whose last
    * strongly consistent answer would be too old by its turn (eventually consistent reads only
-   * since) reads strongly one turn earlier, so that a lease it is promoted to counts from a
-   * recent answer, not with a write.
+   * since) reads strongly one turn earlier (when turns are long, at the read next in line), so
+   * that a lease it is promoted to counts from a recent answer, not with a write.
    */
   delay(now: number, plan: ReadPlan): number {
     const hold = this.holdEstimate();
@@ -194,17 +190,17 @@ export class ReadScheduler {
       const cycle = this.cycleMs(hold);
       // Near the turn, at the pace the line was seen moving (hand-overs on a loaded host take
       // several round trips: timed by the fastest turn, a waiter would read at every place), and
-      // never slower than a usual turn: a stall the line went through (a dead ticket passed) must
-      // not make waiters read late after it.
-      const turn = Math.min(this.paceMs ?? cycle, cycle);
+      // never slower than two usual turns: a stall the line went through (a dead ticket passed)
+      // must not make waiters read late after it.
+      const turn = Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle);
       // Timers of a loaded process fire late: aimed reads are set that much earlier.
       const late = this.history.timerLateness();
       if (plan.far) {
         // Far back: at the pace the line was seen moving (never faster than holds), else the
         // fastest it can, aiming at a few turns before its own, and at least half-way there.
-        // Never taken much slower than a usual turn (PACE_LIMIT): a stall the line went through
-        // would otherwise make waiters behind it sleep past their turn, and the line would stay
-        // slow; a line that is slower for good costs a few more timing reads.
+        // Never taken slower than two usual turns: a stall the line went through (dead tickets
+        // passed) would otherwise make waiters behind it sleep past their turn, and the line
+        // would stay slow; a line that is slower for good costs a few more timing reads.
         const pace = Math.max(hold, Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle));
         const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
         // At most `plan.timingReadMs` between reads: a waiter served while it sleeps reads before
@@ -220,7 +216,8 @@ export class ReadScheduler {
       // Served then, with a margin of a few turns: would the last such answer still count?
       const stale = plan.viewAgeMs + Math.max(0, served) + 4 * turn > plan.viewValidMs;
       // Read one turn early, a strongly consistent answer still counts by the turn only when turns
-      // are short next to its validity; with longer ones, the read at the turn is that answer.
+      // are short next to its validity; with longer ones, the read next in line is that answer
+      // (landing just before the release, it keeps the promoted lease from needing a write).
       const early = position > 1 && stale && 5 * turn <= plan.viewValidMs;
       const away = early ? served - turn : served;
       // Only that read needs to be strongly consistent: a lease counts from such an answer.
