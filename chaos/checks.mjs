@@ -63,7 +63,7 @@ export const VIOLATIONS = {
     "self-deadlocks on the process's own orphaned lock: an abandoned waiter promoted, or a failed release (gave up waiting on it)",
   ownExpiredLockWaits: "self-deadlocks on the process's own lease that ran out locally (gave up waiting on it)",
   livenessExceeded: 'keys not acquirable within one lease (+ poll) after faults stopped',
-  earlyTakeovers: 'locks of killed/stopped holders taken over sooner than one lease',
+  earlyTakeovers: 'locks of killed/stopped holders taken over by the prober sooner than one lease after it started',
   staleWritesAccepted: 'stale writes of a resumed holder accepted after a newer holder wrote',
   locksLeftHeld: 'locks left held after everyone closed',
   leakedLeases: 'leases a manager kept after all its tasks ended',
