@@ -250,9 +250,11 @@ async function livenessPhase(run) {
       // believe it holds it. Served by another live process sooner (its quiet ticket passed the
       // holder on its own, earlier observation, then released), it is a note: that pass counts
       // from a first sight the prober cannot know, and overlaps are checked by the referee.
+      // Whoever passed it: the holder renewed at most a heartbeat interval before it was stopped
+      // (with 200 ms for a late timer), so a grant sooner than its lease after that is early.
       if (took < o.leaseMs - 50) {
         const detail = { key, tookMs: Math.round(took), leaseMs: o.leaseMs, via: via.get(key) };
-        if (via.get(key) === 'takeover') tally.violation('earlyTakeovers', detail);
+        if (via.get(key) === 'takeover' || took < o.leaseMs - o.heartbeatMs - 200) tally.violation('earlyTakeovers', detail);
         else tally.note('livenessServedEarly', detail);
       }
       referee.attempts.set(`prober:${key}`, {

@@ -216,8 +216,9 @@ export class ReadScheduler {
       // Served then, with a margin of a few turns: would the last such answer still count?
       const stale = plan.viewAgeMs + Math.max(0, served) + 4 * turn > plan.viewValidMs;
       // Read one turn early, a strongly consistent answer still counts by the turn only when turns
-      // are short next to its validity; with longer ones, the read next in line is that answer
-      // (landing just before the release, it keeps the promoted lease from needing a write).
+      // are short next to its validity; with longer ones, no earlier read would, and only the read
+      // next in line is strongly consistent (when the release is late, it shows another holder,
+      // and a promoted lease counts from it).
       const early = position > 1 && stale && 5 * turn <= plan.viewValidMs;
       const away = early ? served - turn : served;
       // Only that read needs to be strongly consistent: a lease counts from such an answer.
