@@ -245,13 +245,12 @@ async function livenessPhase(run) {
       const took = now() - started;
       liveness.perKeyMs[key] = Math.round(took);
       if (took > bound) tally.violation('livenessExceeded', { key, tookMs: Math.round(took), boundMs: bound });
-      // Every key was held by a process that was killed or stopped just before: the prober passing
-      // it sooner than one lease after it started would take it from a holder that may still
-      // believe it holds it. Served by another live process sooner (its quiet ticket passed the
-      // holder on its own, earlier observation, then released), it is a note: that pass counts
-      // from a first sight the prober cannot know, and overlaps are checked by the referee.
-      // Whoever passed it: the holder renewed at most a heartbeat interval before it was stopped
-      // (with 200 ms for a late timer), so a grant sooner than its lease after that is early.
+      // Every key was held by a process that was killed or stopped just before. A grant sooner than
+      // one lease is early when the prober passed that holder itself (its watch started after it
+      // did), or, whoever passed it, sooner than a lease after the holder's last possible renewal
+      // (a heartbeat interval before it stopped, plus 200 ms for a late timer). Otherwise another
+      // live worker served it (a quiet ticket that passed the holder on its own, earlier sight of
+      // it, then released): a note.
       if (took < o.leaseMs - 50) {
         const detail = { key, tookMs: Math.round(took), leaseMs: o.leaseMs, via: via.get(key) };
         if (via.get(key) === 'takeover' || took < o.leaseMs - o.heartbeatMs - 200) tally.violation('earlyTakeovers', detail);
