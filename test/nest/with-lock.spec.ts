@@ -225,13 +225,31 @@ describeEachServer('@WithLock', (server) => {
   it('holds the lock while an Observable result runs, releasing when it completes', async () => {
     const service = app.get(InvoiceService);
     const probe = fixture.manager();
+    // What happened in order, by the lock's own events (a read of the item, timed by a sleep, can
+    // land after a 60 ms stream ended on a loaded server).
+    const order: string[] = [];
+    let released: () => void = () => undefined;
+    const releasedNow = new Promise<void>((resolve) => (released = resolve));
+    const stop = app.get(LockService).subscribe((event) => {
+      if (event.key !== 'stream-s1' || (event.type !== 'acquired' && event.type !== 'released')) return;
+      order.push(event.type);
+      if (event.type === 'released') released();
+    });
     const values: number[] = [];
-    const done = lastValueFrom(service.stream('s1').pipe(map((v) => values.push(v))));
-    await sleep(40);
-    expect(await probe.inspect('stream-s1')).not.toBeNull();
+    const done = lastValueFrom(
+      service.stream('s1').pipe(
+        map((v) => {
+          order.push(`value ${v}`);
+          return values.push(v);
+        }),
+      ),
+    );
     await done;
+    // Released as the stream completes (its finalizer writes the release).
+    await releasedNow;
+    stop();
     expect(values).toEqual([0, 1, 2]);
-    await sleep(20);
+    expect(order).toEqual(['acquired', 'value 0', 'value 1', 'value 2', 'released']);
     expect(await probe.inspect('stream-s1')).toBeNull();
   });
 
