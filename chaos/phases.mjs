@@ -10,6 +10,7 @@ import { finalChecks } from './final-checks.mjs';
 import { noFaults } from './support/fault-proxy.mjs';
 import { createTable } from './support/direct-table.mjs';
 import { inspectLeftovers, startMonitor } from './self-deadlock-checks.mjs';
+import { startLivenessTrail } from './liveness-trail.mjs';
 import { LOCAL_REGION, localCredentials } from '../tools/dynamodb-servers.mjs';
 
 /** @typedef {import('./scenario.mjs').ChaosRun} ChaosRun */
@@ -193,6 +194,7 @@ async function livenessPhase(run) {
     }),
   );
   await sleep(o.heartbeatMs + 100); // at least one heartbeat each
+  const trail = startLivenessTrail(run);
   const frozen = [];
   /** @type {Map<WorkerHandle, 'stop' | 'kill'>} */
   const fate = new Map();
@@ -226,6 +228,7 @@ async function livenessPhase(run) {
   const via = new Map();
   prober.subscribe((event) => {
     if (event.type === 'acquired') via.set(event.key, event.via);
+    trail.event(event.key, `prober: ${event.type}${event.type === 'acquired' ? ` via ${event.via}` : ''}`);
   });
   const bound = o.leaseMs + o.pollSlackMs;
   /** @type {NonNullable<ChaosRun['liveness']>} */
@@ -239,12 +242,12 @@ async function livenessPhase(run) {
         lock = await prober.acquire(key, { wait: 3 * o.leaseMs, data: { chaos: `prober:${key}` } });
       } catch (error) {
         liveness.perKeyMs[key] = null;
-        tally.violation('livenessExceeded', { key, error: `${error?.name}: ${error?.message}` });
+        tally.violation('livenessExceeded', { key, error: `${error?.name}: ${error?.message}`, trail: trail.of(key) });
         return;
       }
       const took = now() - started;
       liveness.perKeyMs[key] = Math.round(took);
-      if (took > bound) tally.violation('livenessExceeded', { key, tookMs: Math.round(took), boundMs: bound });
+      if (took > bound) tally.violation('livenessExceeded', { key, tookMs: Math.round(took), boundMs: bound, trail: trail.of(key) });
       // Every key was held by a process that was killed or stopped just before. A grant sooner than
       // one lease is early when the prober passed that holder itself (its watch started after it
       // did), or, whoever passed it, sooner than a lease after the holder's last possible renewal
@@ -252,7 +255,7 @@ async function livenessPhase(run) {
       // live worker served it (a quiet ticket that passed the holder on its own, earlier sight of
       // it, then released): a note.
       if (took < o.leaseMs - 50) {
-        const detail = { key, tookMs: Math.round(took), leaseMs: o.leaseMs, via: via.get(key) };
+        const detail = { key, tookMs: Math.round(took), leaseMs: o.leaseMs, via: via.get(key), trail: trail.of(key) };
         if (via.get(key) === 'takeover' || took < o.leaseMs - o.heartbeatMs - 200) tally.violation('earlyTakeovers', detail);
         else tally.note('livenessServedEarly', detail);
       }
@@ -279,6 +282,7 @@ async function livenessPhase(run) {
   );
   liveness.maxMs = Math.max(0, ...Object.values(liveness.perKeyMs).map((v) => v ?? Number.POSITIVE_INFINITY));
   await prober.close();
+  await trail.stop();
 
   // The frozen holders resume: their signal must abort before any further (checked) write, and
   // the one careless write each then makes with its old token must be rejected by fencing.

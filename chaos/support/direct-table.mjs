@@ -17,7 +17,7 @@ import { LOCAL_REGION, localCredentials } from '../../tools/dynamodb-servers.mjs
 
 /**
  * A lock item as the checks read it; `attemptId` is the chaos attempt in its `data`.
- * @typedef {{ key?: string, token?: string, owner?: string, rvn?: string, fence?: number, attemptId?: string }} LockItem
+ * @typedef {{ key?: string, token?: string, owner?: string, rvn?: string, fence?: number, attemptId?: string, head?: number, tail?: number, live?: number }} LockItem
  */
 
 /**
@@ -95,13 +95,16 @@ export function parseItem(item) {
       // not ours
     }
   }
-  const fence = item[ATTR.fence]?.N;
+  const number = (/** @type {string} */ name) => (item[name]?.N === undefined ? undefined : Number(item[name]?.N));
   return {
     key: item[ATTR.key]?.S,
     token: item[ATTR.token]?.S,
     owner: item[ATTR.owner]?.S,
     rvn: item[ATTR.rvn]?.S,
-    fence: fence === undefined ? undefined : Number(fence),
+    fence: number(ATTR.fence),
     attemptId,
+    head: number(ATTR.head),
+    tail: number(ATTR.tail),
+    live: number(ATTR.live),
   };
 }
