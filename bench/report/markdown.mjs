@@ -306,6 +306,11 @@ function waitingTables(r, hold20) {
     { metric: 'acquisitions counted', get: (x) => x.acquisitions, fmt: num },
     { metric: 'acquisitions/s', get: (x) => x.perSecond, fmt: num },
     {
+      metric: 'hand-over p50 / p99 (a release call → the next grant)',
+      get: (x) => (x.handOverMs?.n ? `${ms(x.handOverMs.p50)} / ${ms(x.handOverMs.p99)}` : '–'),
+      fmt: (v) => v,
+    },
+    {
       metric: 'WCU per acquisition',
       get: (x) => x.wcuPerAcquisition,
       fmt: num,

@@ -28,7 +28,7 @@ import { LockManager } from '../../dist/index.js';
 import { capacityTotals, diffCapacity, diffCounts, totals } from '../support/counting-proxy.mjs';
 import { makeClient } from '../support/client.mjs';
 import { measureWindow } from '../support/window.mjs';
-import { holdFor, round, sleepUntil, wall } from '../support/stats.mjs';
+import { holdFor, round, sleepUntil, summarize, wall } from '../support/stats.mjs';
 import { forkWorker, isMain, workerMain } from '../support/worker.mjs';
 import { createTable } from '../systems/index.mjs';
 import { deadQueuedWaiters, gracefulStop } from './waiting-stops.mjs';
@@ -111,6 +111,8 @@ async function measureRow(ctx, workers, { n, windowMs }, { holdMs, settleMs, fif
   const mean = acquisitions / n;
   const shares = [...perParticipant.values()];
   const span = acquisitions > 1 ? inWindow.at(-1).grantedAt - inWindow[0].grantedAt : 0;
+  // Hand-over: a release call to the next grant (the line's own delay, holds aside).
+  const handOvers = inWindow.slice(1).flatMap((g, k) => (inWindow[k].releasedAt == null ? [] : [g.grantedAt - inWindow[k].releasedAt]));
   const cap = capacityTotals(diffCapacity(capBefore, capAfter, table));
   const t = totals(diffCounts(countsBefore, countsAfter, table));
   const per = (v) => (acquisitions ? round(v / acquisitions, 3) : null);
@@ -122,6 +124,7 @@ async function measureRow(ctx, workers, { n, windowMs }, { holdMs, settleMs, fif
     managerStartMs: round(Math.max(...ready.map((r) => r.setupMs))),
     acquisitions,
     perSecond: span > 0 ? round(((acquisitions - 1) / span) * 1000) : 0,
+    handOverMs: summarize(handOvers),
     wcuPerAcquisition: per(cap.wcu),
     rcuPerAcquisition: per(cap.rcu),
     computedWcuPerAcquisition: per(cap.computed.wcu),

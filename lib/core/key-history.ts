@@ -6,12 +6,17 @@ import { CLAIM_LEASE_MS } from '../store/lock-store.protocol';
 const MAX_KEYS = 1_000;
 /** How many recent round trips are kept (their shortest is the one reads are timed with). */
 const ROUND_TRIPS_KEPT = 16;
-/** Weight of a new sample in the moving average of hold times. */
+/** Weight of a new sample in the moving averages (timer lateness, promotion delay). */
 const ALPHA = 0.3;
+/**
+ * How many recent holds the hold estimate is the median of: a few holds far off the usual (a
+ * loaded moment) do not move it, and once holds change for good, it follows within three.
+ */
+const HOLDS_KEPT = 5;
 
 interface KeyFacts {
-  /** Moving average of how long holders keep the key, in ms. */
-  holdMs?: number;
+  /** The last holds of the key, in ms (its estimate is their median). */
+  holds?: number[];
   /** Moving average of how long after a release (by its wall-clock time) this process's waiters it served learned it, in ms. */
   promotionMs?: number;
   /**
@@ -74,7 +79,8 @@ export function silentMs(record: LockRecord): number {
 
 /**
  * What this process learned about contended keys: how long holders keep them (from its own
- * holds: watched owner changes would include the hand-over delay and feed on themselves) and
+ * holds and the ones releasers wrote in the item, each on the holder's own clock: watched owner
+ * changes would include the hand-over delay and feed on themselves) and
  * whether one was just seen busy. Waiters use it to
  * poll when a release is due instead of on a fixed timer, and to queue up at once for a key
  * they know is busy instead of paying for a write that would fail.
@@ -113,16 +119,19 @@ export class KeyHistory {
     this.timerLateMs += ALPHA * (Math.max(0, lateMs) - this.timerLateMs);
   }
 
-  /** The estimated hold time of `key` in ms, if anything was learned. */
+  /** The estimated hold time of `key` in ms, the median of its last few holds; undefined when none was learned. */
   holdEstimate(key: string): number | undefined {
-    return this.facts.get(key)?.holdMs;
+    const holds = this.facts.get(key)?.holds;
+    if (!holds?.length) return undefined;
+    const sorted = [...holds].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)];
   }
 
   /** Whether `key` was seen busy so recently that a first write would very likely fail. */
   probablyBusy(key: string, now: number): boolean {
     const facts = this.facts.get(key);
     if (facts?.busyAt === undefined) return false;
-    return now - facts.busyAt < Math.max(2 * (facts.holdMs ?? 0), 50);
+    return now - facts.busyAt < Math.max(2 * (this.holdEstimate(key) ?? 0), 50);
   }
 
   /**
@@ -182,7 +191,7 @@ export class KeyHistory {
   recordHold(key: string, holdMs: number): void {
     if (!(holdMs >= 0) || !Number.isFinite(holdMs)) return;
     const facts = this.touch(key);
-    facts.holdMs = facts.holdMs === undefined ? holdMs : facts.holdMs + ALPHA * (holdMs - facts.holdMs);
+    facts.holds = [...(facts.holds ?? []), holdMs].slice(-HOLDS_KEPT);
   }
 
   /**

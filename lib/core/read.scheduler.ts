@@ -31,6 +31,12 @@ const FAR_AIM = 0.1;
 const FAR_AIM_MIN = 3;
 /** The pace measured is taken at most this many turns of usual hold and round trips (a stall seen must not slow reads for good). */
 const PACE_LIMIT = 2;
+/**
+ * The line's pace is the fastest of this many spans measured last: a stall slows the span it
+ * falls in, never speeds one up, and a waiter that takes a slow span for the pace sleeps past
+ * its turn, which stalls the line again.
+ */
+const PACE_SPANS = 3;
 
 /** What the schedule needs to know of the waiter at the moment it is asked. */
 export interface ReadPlan {
@@ -66,8 +72,8 @@ export class ReadScheduler {
   private holderSince = 0;
   /** The first view that showed the line while the waiter was far back, to measure the line's pace from. */
   private paceFrom: { head: number; at: number } | undefined;
-  /** The time per ticket served since then (far back, the waiter's own reads do not pace the line). */
-  private paceMs: number | undefined;
+  /** The time per ticket served over the last few spans (far back, the waiter's own reads do not pace the line). */
+  private readonly paceSpans: number[] = [];
   /** The ticket served, as the latest view (strongly consistent or not) showed it. */
   private lineHead: number | undefined;
   /** When a view last showed the line move (monotonic). */
@@ -76,8 +82,8 @@ export class ReadScheduler {
   /** Whether the read the last {@link delay} timed must be strongly consistent (see {@link readsStrong}). */
   private strongNext = true;
   private lastAnswerAt: number;
-  /** The `lastHoldMs` of the last view: how long the previous holder kept the lock, as it wrote. */
-  private lastHoldMs: number | undefined;
+  /** The release whose hold was last taken into the key's hold estimate (its owner token). */
+  private holdOf: string | undefined;
 
   constructor(
     private readonly history: KeyHistory,
@@ -108,8 +114,9 @@ export class ReadScheduler {
   noteView(record: LockRecord, now: number, ticket: number | undefined): void {
     const { head } = record;
     if (head === undefined || this.lineHead === undefined || head > this.lineHead) this.lineMovedAt = now;
+    else this.noteStill(now);
     this.lineHead = head === undefined || this.lineHead === undefined ? head : Math.max(this.lineHead, head);
-    this.lastHoldMs = record.lastHoldMs;
+    this.noteHold(record);
     if (isHeld(record) && head !== undefined) this.measurePace(head, now, ticket);
     this.noteHolder(record, now);
   }
@@ -125,9 +132,13 @@ export class ReadScheduler {
       this.lineMovedAt = Number.NEGATIVE_INFINITY;
       return false;
     }
-    if (head <= (this.lineHead ?? head - 1)) return false;
+    if (head <= (this.lineHead ?? head - 1)) {
+      this.noteStill(now);
+      return false;
+    }
     this.lineHead = head;
     this.lineMovedAt = now;
+    this.noteHold(record);
     this.measurePace(head, now, ticket);
     this.noteHolder(record, now);
     return true;
@@ -192,20 +203,31 @@ export class ReadScheduler {
       // several round trips: timed by the fastest turn, a waiter would read at every place), and
       // never slower than two usual turns: a stall the line went through (a dead ticket passed)
       // must not make waiters read late after it.
-      const turn = Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle);
+      const measured = this.paceSpans.length === 0 ? undefined : Math.min(...this.paceSpans);
+      const turn = Math.min(measured ?? cycle, PACE_LIMIT * cycle);
       // Timers of a loaded process fire late: aimed reads are set that much earlier.
       const late = this.history.timerLateness();
       if (plan.far) {
-        // Far back: at the pace the line was seen moving (never faster than holds), else the
-        // fastest it can, aiming at a few turns before its own, and at least half-way there.
-        // Never taken slower than two usual turns: a stall the line went through (dead tickets
-        // passed) would otherwise make waiters behind it sleep past their turn, and the line
-        // would stay slow; a line that is slower for good costs a few more timing reads.
-        const pace = Math.max(hold, Math.min(this.paceMs ?? cycle, PACE_LIMIT * cycle));
+        // Far back: at the pace the line was seen moving (never faster than holds), aiming at a
+        // few turns before its own, and at least half-way there.
+        // Never taken slower than two usual turns, nor than one from a single span (a short first
+        // span may hold a stall): a stall the line went through (dead tickets passed) would
+        // otherwise make waiters behind it sleep past their turn, and the line would stay slow;
+        // a line that is slower for good costs a few more timing reads.
+        const pace = Math.max(hold, Math.min(measured ?? cycle, (this.paceSpans.length < 2 ? 1 : PACE_LIMIT) * cycle));
         const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
+        const halfway = ((position - aim) * pace) / 2;
+        // With no pace measured, the usual turn is a guess (round trips of a burst of requests,
+        // at start-up, make it long; holds and round trips of a quiet moment, short), and a
+        // waiter served while it sleeps stalls the line: the first timing read comes half-way at
+        // most, and within a quarter of the longest pause unless holds alone take longer, to
+        // measure the pace.
         // At most `plan.timingReadMs` between reads: a waiter served while it sleeps reads before
         // it could be passed, whatever pace it measured.
-        const aimed = Math.max(this.holderSince + hold + (position - 1 - aim) * pace - late - now, ((position - aim) * pace) / 2);
+        const aimed =
+          measured === undefined
+            ? Math.min(halfway, Math.max(plan.timingReadMs / 4, ((position - aim) * hold) / 2))
+            : Math.max(this.holderSince + hold + (position - 1 - aim) * pace - late - now, halfway);
         const delay = Math.min(aimed, plan.timingReadMs);
         // The read that brings the waiter near its turn is strongly consistent when the last such
         // answer would be too old by its turn: a lease it is promoted to counts from it.
@@ -244,9 +266,21 @@ export class ReadScheduler {
     return Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
   }
 
-  /** How long holders of this key usually keep it: learned here, or as the last holder wrote it. */
+  /** How long holders of this key usually keep it: from this process's holds and the releases its waiters saw. */
   private holdEstimate(): number | undefined {
-    return this.history.holdEstimate(this.key) ?? this.lastHoldMs;
+    return this.history.holdEstimate(this.key);
+  }
+
+  /**
+   * A release not seen before: how long its holder kept the lock, as it wrote it (on its own
+   * monotonic clock, so no hand-over delay is counted), is one more hold of the key. A process
+   * whose own last holds were slow (a loaded moment) learns the usual ones from the next
+   * releases its waiters see, instead of aiming every read late until it holds again.
+   */
+  private noteHold(record: LockRecord): void {
+    if (record.lastHoldMs === undefined || record.released === undefined || record.released === this.holdOf) return;
+    this.holdOf = record.released;
+    this.history.recordHold(this.key, record.lastHoldMs);
   }
 
   /** Notes a change of holder, and when it most likely got the lock (the reads are timed from it). */
@@ -262,16 +296,32 @@ export class ReadScheduler {
   }
 
   /**
-   * Measures how fast the line moves, over the last span of a few tickets seen while the waiter
-   * was far back: there, its own reads do not pace the line (next in line, a late read slows the
-   * line, and a pace measured then would feed on it). Each span starts where the last ended, so a
-   * stall (a dead ticket passed) weighs on one measure only.
+   * A view that shows the line where it was: when it has stood still for several slow turns (a
+   * dead head waited out, a waiter served as it slept), the spans measured across the stall say
+   * nothing of how fast it moves after, and are dropped (the first read after measures anew).
+   */
+  private noteStill(now: number): void {
+    const hold = this.holdEstimate();
+    if (hold === undefined || now - this.lineMovedAt <= FAR_TURNS * PACE_LIMIT * this.cycleMs(hold)) return;
+    this.paceSpans.length = 0;
+    this.paceFrom = undefined;
+  }
+
+  /**
+   * Measures how fast the line moves, over spans of a few tickets seen while the waiter was far
+   * back: there, its own reads do not pace the line (next in line, a late read slows the line, and
+   * a pace measured then would feed on it). Each span starts where the last ended, so a stall (a
+   * dead ticket passed, a waiter served while it slept) slows one span only, which the fastest of
+   * the last few leaves out.
    */
   private measurePace(head: number, now: number, ticket: number | undefined): void {
     if (ticket === undefined || ticket - head <= FAR_TURNS) return;
     const from = this.paceFrom;
     if (from && from.head <= head && head - from.head < FAR_TURNS) return;
-    if (from && from.head <= head) this.paceMs = (now - from.at) / (head - from.head);
+    if (from && from.head <= head) {
+      this.paceSpans.push((now - from.at) / (head - from.head));
+      if (this.paceSpans.length > PACE_SPANS) this.paceSpans.shift();
+    }
     this.paceFrom = { head, at: now };
   }
 
