@@ -58,6 +58,7 @@ export function startLivenessTrail(run) {
   })();
   return {
     event: add,
+    // The list itself: lines added after a violation was counted show what came next.
     of: (key) => lines.get(key) ?? [],
     stop: async () => {
       stopped = true;

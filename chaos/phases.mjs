@@ -194,7 +194,8 @@ async function livenessPhase(run) {
     }),
   );
   await sleep(o.heartbeatMs + 100); // at least one heartbeat each
-  const trail = startLivenessTrail(run);
+  // Stopped at the end of the phase, or by the run's clean-up if the phase fails before.
+  const trail = (run.livenessTrail = startLivenessTrail(run));
   const frozen = [];
   /** @type {Map<WorkerHandle, 'stop' | 'kill'>} */
   const fate = new Map();

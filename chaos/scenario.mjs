@@ -158,6 +158,8 @@ export class ChaosRun {
     this.inspector = /** @type {any} */ (undefined);
     /** @type {{ stop(): Promise<void> } | undefined} */
     this.monitor = undefined;
+    /** @type {ReturnType<typeof import('./liveness-trail.mjs').startLivenessTrail> | undefined} the liveness phase's record of each key */
+    this.livenessTrail = undefined;
     /** @type {import('./protocol.mjs').ProxyStats | undefined} */
     this.proxyStats = undefined;
     /** @type {Record<string, unknown> | undefined} the slowest recognition of an own lock */
@@ -172,6 +174,7 @@ export class ChaosRun {
   async cleanup() {
     this.supervisor.killWorkers();
     await this.monitor?.stop().catch(() => undefined);
+    await this.livenessTrail?.stop().catch(() => undefined);
     await this.supervisor.stopProxy();
     await deleteTable(this.direct, this.table).catch(() => undefined);
     this.direct.destroy();

@@ -17,6 +17,8 @@ const HOLDS_KEPT = 5;
 interface KeyFacts {
   /** The last holds of the key, in ms (its estimate is their median). */
   holds?: number[];
+  /** The release whose hold was counted last (its owner token): seen again, by any call of this process, it is not counted twice. */
+  holdOf?: string;
   /** Moving average of how long after a release (by its wall-clock time) this process's waiters it served learned it, in ms. */
   promotionMs?: number;
   /**
@@ -123,8 +125,9 @@ export class KeyHistory {
   holdEstimate(key: string): number | undefined {
     const holds = this.facts.get(key)?.holds;
     if (!holds?.length) return undefined;
+    // The lower middle of an even count: a read aimed early costs less than one aimed late.
     const sorted = [...holds].sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)];
+    return sorted[(sorted.length - 1) >> 1];
   }
 
   /** Whether `key` was seen busy so recently that a first write would very likely fail. */
@@ -187,10 +190,17 @@ export class KeyHistory {
     if (facts) facts.observed = undefined;
   }
 
-  /** Adds one observed hold time. */
-  recordHold(key: string, holdMs: number): void {
+  /**
+   * Adds one hold of `key`. `release`, the releaser's owner token, identifies the release it was
+   * written with: a release seen again (its own, or by a later call) is counted once.
+   */
+  recordHold(key: string, holdMs: number, release?: string): void {
     if (!(holdMs >= 0) || !Number.isFinite(holdMs)) return;
     const facts = this.touch(key);
+    if (release !== undefined) {
+      if (facts.holdOf === release) return;
+      facts.holdOf = release;
+    }
     facts.holds = [...(facts.holds ?? []), holdMs].slice(-HOLDS_KEPT);
   }
 

@@ -64,7 +64,7 @@ export class LockReleaser {
     const slot = queues.slot(lease.storedKey);
     if (slot?.holder === lease) slot.holder = undefined;
     const heldMs = monotonicNow() - lease.acquiredAt;
-    history.recordHold(lease.storedKey, heldMs);
+    history.recordHold(lease.storedKey, heldMs, lease.token);
     // Waiters of other processes queued in the item come first; then the local queue.
     // Never while a remote attempt runs for the slot: the waiter would be served twice.
     const handing =

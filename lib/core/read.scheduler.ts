@@ -29,7 +29,10 @@ const FAR_TURNS = 4;
 /** Far back, a read aims at this share of the place in line still ahead, and at least three turns early: the margin for a pace that changes. */
 const FAR_AIM = 0.1;
 const FAR_AIM_MIN = 3;
-/** The pace measured is taken at most this many turns of usual hold and round trips (a stall seen must not slow reads for good). */
+/**
+ * The pace measured is taken at most this many turns of usual hold and round trips (a stall seen
+ * must not slow reads for good); far back, from a single span, at most one.
+ */
 const PACE_LIMIT = 2;
 /**
  * The line's pace is the fastest of this many spans measured last: a stall slows the span it
@@ -37,6 +40,8 @@ const PACE_LIMIT = 2;
  * its turn, which stalls the line again.
  */
 const PACE_SPANS = 3;
+/** A line seen standing still for this many usual turns stalled (a far-back waiter reads that far apart only when it moves slower). */
+const STILL_TURNS = 8;
 
 /** What the schedule needs to know of the waiter at the moment it is asked. */
 export interface ReadPlan {
@@ -82,8 +87,8 @@ export class ReadScheduler {
   /** Whether the read the last {@link delay} timed must be strongly consistent (see {@link readsStrong}). */
   private strongNext = true;
   private lastAnswerAt: number;
-  /** The release whose hold was last taken into the key's hold estimate (its owner token). */
-  private holdOf: string | undefined;
+  /** The `lastHoldMs` of the last view: the hold estimate when this process has none (it never held, nor saw a release). */
+  private lastHoldMs: number | undefined;
 
   constructor(
     private readonly history: KeyHistory,
@@ -114,7 +119,7 @@ export class ReadScheduler {
   noteView(record: LockRecord, now: number, ticket: number | undefined): void {
     const { head } = record;
     if (head === undefined || this.lineHead === undefined || head > this.lineHead) this.lineMovedAt = now;
-    else this.noteStill(now);
+    else if (head === this.lineHead) this.noteStill(now);
     this.lineHead = head === undefined || this.lineHead === undefined ? head : Math.max(this.lineHead, head);
     this.noteHold(record);
     if (isHeld(record) && head !== undefined) this.measurePace(head, now, ticket);
@@ -133,7 +138,8 @@ export class ReadScheduler {
       return false;
     }
     if (head <= (this.lineHead ?? head - 1)) {
-      this.noteStill(now);
+      // An older copy (a smaller head) says nothing of a stall; the same head does.
+      if (head === this.lineHead) this.noteStill(now);
       return false;
     }
     this.lineHead = head;
@@ -266,9 +272,9 @@ export class ReadScheduler {
     return Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
   }
 
-  /** How long holders of this key usually keep it: from this process's holds and the releases its waiters saw. */
+  /** How long holders of this key usually keep it: from this process's holds and the releases its waiters saw, else as the last holder wrote it. */
   private holdEstimate(): number | undefined {
-    return this.history.holdEstimate(this.key);
+    return this.history.holdEstimate(this.key) ?? this.lastHoldMs;
   }
 
   /**
@@ -278,9 +284,10 @@ export class ReadScheduler {
    * releases its waiters see, instead of aiming every read late until it holds again.
    */
   private noteHold(record: LockRecord): void {
-    if (record.lastHoldMs === undefined || record.released === undefined || record.released === this.holdOf) return;
-    this.holdOf = record.released;
-    this.history.recordHold(this.key, record.lastHoldMs);
+    if (record.lastHoldMs === undefined) return;
+    this.lastHoldMs = record.lastHoldMs;
+    // A holder that took the lock free leaves the last hold in the item but not its release.
+    if (record.released !== undefined) this.history.recordHold(this.key, record.lastHoldMs, record.released);
   }
 
   /** Notes a change of holder, and when it most likely got the lock (the reads are timed from it). */
@@ -302,7 +309,7 @@ export class ReadScheduler {
    */
   private noteStill(now: number): void {
     const hold = this.holdEstimate();
-    if (hold === undefined || now - this.lineMovedAt <= FAR_TURNS * PACE_LIMIT * this.cycleMs(hold)) return;
+    if (hold === undefined || now - this.lineMovedAt <= STILL_TURNS * this.cycleMs(hold)) return;
     this.paceSpans.length = 0;
     this.paceFrom = undefined;
   }

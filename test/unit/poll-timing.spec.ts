@@ -61,6 +61,28 @@ describe('poll timing of a waiter', () => {
     await close();
   });
 
+  it('a waiter that never held the key times its reads by the hold the last holder wrote', async () => {
+    const { holder, waiter, reads, close } = setup();
+    // The holder keeps the key 1 s, then takes it again free: the item shows that hold, and no release since.
+    const first = await holder.acquire('job');
+    await jest.advanceTimersByTimeAsync(1_000);
+    await first.release();
+    const held = await holder.acquire('job');
+    reads.length = 0;
+    const waiting = waiter.acquire('job', { wait: '10s' });
+    await jest.advanceTimersByTimeAsync(900);
+    // One read to find it held, then none until about 1 s in (not one every 100 ms).
+    expect(reads.length).toBeLessThanOrEqual(2);
+    await jest.advanceTimersByTimeAsync(100);
+    await held.release();
+    await jest.advanceTimersByTimeAsync(50);
+    const lock = await waiting;
+    expect(lock.isHeld).toBe(true);
+    expect(reads.length).toBeLessThanOrEqual(4);
+    await lock.release();
+    await close();
+  });
+
   it('backs off while a release is overdue, never pausing longer than maxPollInterval', async () => {
     const { holder, waiter, reads, close } = setup(200);
     const held = await holder.acquire('slow');

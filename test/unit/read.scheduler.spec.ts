@@ -47,6 +47,23 @@ describe('read timing of a waiter in line', () => {
     expect(facts.holdEstimate(KEY)).toBe(30);
   });
 
+  it('does not count again the release its own process recorded, nor one seen by an earlier call', () => {
+    const facts = new KeyHistory();
+    // This process held the key 500 ms and released it (token `holder-0`).
+    facts.recordHold(KEY, 500, 'holder-0');
+    const first = new ReadScheduler(facts, KEY, 1_000, 0);
+    first.noteView(held(1, { released: 'holder-0', lastHoldMs: 500 }), 0, 100);
+    first.noteView(held(2, { released: 'holder-1', lastHoldMs: 20 }), 10, 100);
+    first.noteView(held(3, { released: 'holder-2', lastHoldMs: 20 }), 20, 100);
+    first.noteView(held(4, { released: 'holder-3', lastHoldMs: 500 }), 30, 100);
+    // Holds 500, 20, 20, 500: the lower middle is 20 (its own release counted twice, it would be 500).
+    expect(facts.holdEstimate(KEY)).toBe(20);
+    // A later call of the process sees the last release again: still counted once.
+    const later = new ReadScheduler(facts, KEY, 1_000, 40);
+    later.noteView(held(4, { released: 'holder-3', lastHoldMs: 500 }), 40, 100);
+    expect(facts.holdEstimate(KEY)).toBe(20);
+  });
+
   it('times a far-back read by the faster of the spans it measured: a stall in the last one does not make it sleep past its turn', () => {
     const facts = history({ holdMs: 20, roundTripMs: 20 });
     const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
@@ -87,6 +104,19 @@ describe('read timing of a waiter in line', () => {
     expect(schedule.delay(6_000, plan)).toBeLessThanOrEqual(plan.timingReadMs / 4);
   });
 
+  it('keeps its spans when an eventually consistent read shows an older copy (a smaller head), not a stall', () => {
+    const facts = history({ holdMs: 20, roundTripMs: 4 });
+    const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
+    const ticket = 100;
+    schedule.noteTimingView(held(0), 0, ticket);
+    schedule.noteTimingView(held(10), 400, ticket);
+    schedule.noteTimingView(held(20), 800, ticket);
+    // A replica behind by a few tickets, long after the last view.
+    schedule.noteTimingView(held(15), 3_000, ticket);
+    // 80 places from its turn at 40 ms a turn: aimed by that pace, not a first read that measures it anew.
+    expect(schedule.delay(3_000, farPlan(ticket))).toBeGreaterThan(farPlan(ticket).timingReadMs / 4);
+  });
+
   it('with no pace measured yet, reads again within a quarter of the longest pause, whatever round trips it saw', () => {
     // Round trips of 200 ms, seen in the burst of requests of a start-up: a turn guessed from
     // them (20 ms + 2.5 round trips) would be 520 ms, and 50 places 26 s.
@@ -98,11 +128,18 @@ describe('read timing of a waiter in line', () => {
   });
 
   it('with no pace measured yet and long holds, reads half-way to its turn by the holds alone', () => {
-    // Holds of 1 s: 20 places take at least 20 s, and the first timing read is not hurried.
-    const facts = history({ holdMs: 1_000, roundTripMs: 5 });
+    // Holds of 200 ms: 17 places from its aim take at least 3.4 s, and the first timing read
+    // comes at half of that, not within a quarter of the longest pause (940 ms).
+    const facts = history({ holdMs: 200, roundTripMs: 5 });
     const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
     schedule.noteView(held(0), 0, 20);
-    const plan = farPlan(20);
-    expect(schedule.delay(0, plan)).toBe(plan.timingReadMs);
+    expect(schedule.delay(0, farPlan(20))).toBeCloseTo((17 * 200) / 2);
+  });
+
+  it('with no hold known to this process, times its reads by the last hold written in the item', () => {
+    // The holder took the lock free (no release in the item since), after holding it 1 s before.
+    const schedule = new ReadScheduler(new KeyHistory(), KEY, 1_000, 0);
+    schedule.noteView({ key: KEY, head: 5, tail: 7, token: 'holder', rvn: 'v5', lastHoldMs: 1_000 }, 0, 6);
+    expect(schedule.delay(0, { ...farPlan(6), far: false })).toBeGreaterThan(900);
   });
 });
