@@ -24,8 +24,7 @@ export function startLivenessTrail(run) {
   const lines = new Map(run.keys.map((key) => [key, []]));
   /** @type {Map<string, string>} */
   const last = new Map();
-  /** Tickets are shown from the first ticket seen served on the key. */
-  /** @type {Map<string, number>} */
+  /** Tickets are shown from the first ticket seen served on the key. @type {Map<string, number>} */
   const base = new Map();
   const add = (/** @type {string} */ key, /** @type {string} */ what) => {
     const list = lines.get(key);

@@ -215,21 +215,20 @@ export class ReadScheduler {
       const late = this.history.timerLateness();
       if (plan.far) {
         // Far back: at the pace the line was seen moving (never faster than holds), aiming at a
-        // few turns before its own, and at least half-way there.
-        // Never taken slower than two usual turns, nor than one from a single span (a short first
-        // span may hold a stall): a stall the line went through (dead tickets passed) would
-        // otherwise make waiters behind it sleep past their turn, and the line would stay slow;
-        // a line that is slower for good costs a few more timing reads.
+        // few turns before its own. That pace is never taken slower than two usual turns, nor
+        // than one from a single span (a short first span may hold a stall): a stall the line
+        // went through (dead tickets passed) would otherwise make waiters behind it sleep past
+        // their turn, and the line would stay slow; a line that is slower for good costs a few
+        // more timing reads.
         const pace = Math.max(hold, Math.min(measured ?? cycle, (this.paceSpans.length < 2 ? 1 : PACE_LIMIT) * cycle));
         const aim = Math.max(FAR_AIM_MIN, Math.ceil(position * FAR_AIM));
         const halfway = ((position - aim) * pace) / 2;
-        // With no pace measured, the usual turn is a guess (round trips of a burst of requests,
-        // at start-up, make it long; holds and round trips of a quiet moment, short), and a
-        // waiter served while it sleeps stalls the line: the first timing read comes half-way at
-        // most, and within a quarter of the longest pause unless holds alone take longer, to
-        // measure the pace.
-        // At most `plan.timingReadMs` between reads: a waiter served while it sleeps reads before
-        // it could be passed, whatever pace it measured.
+        // With a pace measured, the read comes at least half-way there. With none, the usual turn
+        // is a guess (round trips of a burst of requests, at start-up, make it long; holds and
+        // round trips of a quiet moment, short), and a waiter served while it sleeps stalls the
+        // line: the first timing read comes half-way at most, and within a quarter of the longest
+        // pause unless holds alone take longer, to measure the pace. Either way at most
+        // `plan.timingReadMs` apart: a waiter served while it sleeps reads before it could be passed.
         const aimed =
           measured === undefined
             ? Math.min(halfway, Math.max(plan.timingReadMs / 4, ((position - aim) * hold) / 2))

@@ -27,8 +27,18 @@ function history({ holdMs, roundTripMs }: { holdMs: number; roundTripMs: number 
   return facts;
 }
 
+/** Ticket 100, far back, with holds of 20 ms: it saw the line serve 20 tickets in 800 ms (40 ms each, two spans). */
+function movingLine(): { schedule: ReadScheduler; ticket: number } {
+  const schedule = new ReadScheduler(history({ holdMs: 20, roundTripMs: 4 }), KEY, 1_000, 0);
+  const ticket = 100;
+  schedule.noteTimingView(held(0), 0, ticket);
+  schedule.noteTimingView(held(10), 400, ticket);
+  schedule.noteTimingView(held(20), 800, ticket);
+  return { schedule, ticket };
+}
+
 describe('read timing of a waiter in line', () => {
-  it('takes the holds that releasers wrote into the key’s hold time, each release once', () => {
+  it('takes the holds that releasers wrote into the key’s hold time', () => {
     // This process last held the key while its event loop was busy: 1 s for a 20 ms job.
     const facts = history({ holdMs: 1_000, roundTripMs: 5 });
     const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
@@ -91,12 +101,7 @@ describe('read timing of a waiter in line', () => {
   });
 
   it('drops the spans measured across a stall of the line: the first read after it measures the pace anew', () => {
-    const facts = history({ holdMs: 20, roundTripMs: 4 });
-    const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
-    const ticket = 100;
-    schedule.noteTimingView(held(0), 0, ticket);
-    schedule.noteTimingView(held(10), 400, ticket);
-    schedule.noteTimingView(held(20), 800, ticket);
+    const { schedule, ticket } = movingLine();
     // The line stands still for 5 s (a dead head waited out), then moves again.
     schedule.noteTimingView(held(20), 3_000, ticket);
     schedule.noteTimingView(held(30), 6_000, ticket);
@@ -105,12 +110,7 @@ describe('read timing of a waiter in line', () => {
   });
 
   it('keeps its spans when an eventually consistent read shows an older copy (a smaller head), not a stall', () => {
-    const facts = history({ holdMs: 20, roundTripMs: 4 });
-    const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
-    const ticket = 100;
-    schedule.noteTimingView(held(0), 0, ticket);
-    schedule.noteTimingView(held(10), 400, ticket);
-    schedule.noteTimingView(held(20), 800, ticket);
+    const { schedule, ticket } = movingLine();
     // A replica behind by a few tickets, long after the last view.
     schedule.noteTimingView(held(15), 3_000, ticket);
     // 80 places from its turn at 40 ms a turn: aimed by that pace, not a first read that measures it anew.
