@@ -282,7 +282,7 @@ export class LockStore implements LockStorePort {
           '#updatedAt = :now',
           ...lastHold(heldMs),
         ],
-        remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live'],
+        remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live', ...noHold(heldMs)],
         condition,
         values,
       },
@@ -342,6 +342,14 @@ function holdingCondition(holding: Holding, values: Record<string, AttributeValu
 /** `SET` clause recording the hold time, when known. */
 function lastHold(heldMs: number | undefined): string[] {
   return heldMs === undefined ? [] : ['#lastHold = :held'];
+}
+
+/**
+ * `REMOVE` of the last hold time by a release that knows none (a waiter that gave up, a lease
+ * released by id): left in place, it would be read as this release's hold, and counted again.
+ */
+function noHold(heldMs: number | undefined): string[] {
+  return heldMs === undefined ? ['#lastHold'] : [];
 }
 
 function heldValue(heldMs: number | undefined): Record<string, AttributeValue> {

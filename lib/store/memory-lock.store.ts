@@ -215,7 +215,7 @@ export class MemoryLockStore implements LockStorePort {
         releasedToken: h.token,
         updatedAt: now,
         ttl: ttlOf(now, leaseMs),
-        lastHoldMs: heldMs === undefined ? item.lastHoldMs : Math.max(0, Math.round(heldMs)),
+        lastHoldMs: heldMs === undefined ? undefined : Math.max(0, Math.round(heldMs)),
         token: undefined,
         owner: undefined,
         data: undefined,
