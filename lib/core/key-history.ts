@@ -13,6 +13,11 @@ const ALPHA = 0.3;
  * loaded moment) do not move it, and once holds change for good, it follows within three.
  */
 const HOLDS_KEPT = 5;
+/**
+ * A timer that fired later than this counts as this late: one long stall of the event loop (a
+ * paused process) would otherwise make aimed reads fire seconds early, at every turn, for a while.
+ */
+const TIMER_LATE_MAX_MS = 100;
 
 interface KeyFacts {
   /** The last holds of the key, in ms (its estimate is their median). */
@@ -118,7 +123,7 @@ export class KeyHistory {
   /** Adds one observed lateness of a timer (how long after its due time it fired). */
   recordTimerLateness(lateMs: number): void {
     if (!Number.isFinite(lateMs)) return;
-    this.timerLateMs += ALPHA * (Math.max(0, lateMs) - this.timerLateMs);
+    this.timerLateMs += ALPHA * (Math.min(Math.max(0, lateMs), TIMER_LATE_MAX_MS) - this.timerLateMs);
   }
 
   /** The estimated hold time of `key` in ms, the median of its last few holds; undefined when none was learned. */

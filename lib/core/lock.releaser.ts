@@ -64,7 +64,11 @@ export class LockReleaser {
     const slot = queues.slot(lease.storedKey);
     if (slot?.holder === lease) slot.holder = undefined;
     const heldMs = monotonicNow() - lease.acquiredAt;
-    history.recordHold(lease.storedKey, heldMs, lease.token);
+    // A lock whose caller had given up is released as soon as it is held: not a hold of the key
+    // (counted, a few would bring the estimate to 0, and waiters would read as if every turn
+    // were instant). Its release writes none, so that the last one written is not counted again.
+    const usualMs = lease.quiet ? undefined : heldMs;
+    if (usualMs !== undefined) history.recordHold(lease.storedKey, usualMs, lease.token);
     // Waiters of other processes queued in the item come first; then the local queue.
     // Never while a remote attempt runs for the slot: the waiter would be served twice.
     const handing =
@@ -80,10 +84,10 @@ export class LockReleaser {
         const next = handing ? queues.nextWaiter(slot) : undefined;
         let done: boolean;
         try {
-          if (next) done = await this.handOver(lease, next, slot!, () => released(true));
+          if (next) done = await this.handOver(lease, next, slot!, () => released(true), usualMs);
           else {
             if (handing) slot.polling = false;
-            done = await this.releaseRemote(lease, heldMs);
+            done = await this.releaseRemote(lease, usualMs);
             if (done) released(lease.queuedElsewhere > 0);
           }
         } catch (error) {
@@ -106,8 +110,11 @@ export class LockReleaser {
       });
   }
 
-  /** Hands a released lock straight to the next local waiter: one write that swaps the owner token. */
-  private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot, released: () => void): Promise<boolean> {
+  /**
+   * Hands a released lock straight to the next local waiter: one write that swaps the owner token.
+   * `heldMs` goes with the release sent instead when the outcome of that write is unknown.
+   */
+  private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot, released: () => void, heldMs: number | undefined): Promise<boolean> {
     const { store, keeper, queues } = this.deps;
     const sentAt = monotonicNow();
     try {
@@ -132,15 +139,15 @@ export class LockReleaser {
       // Unknown outcome: the waiter's own token may hold the item now, since this write was sent;
       // a lease later found there counts from then, not from a later acquisition's start.
       waiter.uncertainSince = Math.min(waiter.uncertainSince ?? sentAt, sentAt);
-      void this.track(store.release(from.storedKey, holdingOf(from), from.leaseMs).catch(() => undefined));
+      void this.track(store.release(from.storedKey, holdingOf(from), from.leaseMs, heldMs).catch(() => undefined));
       throw error;
     } finally {
       slot.polling = false;
     }
   }
 
-  /** Gives a lock back to DynamoDB (one write, which also serves the next ticket). */
-  private async releaseRemote(lease: HeldLease, heldMs: number): Promise<boolean> {
+  /** Gives a lock back to DynamoDB (one write, which also serves the next ticket); `heldMs`, when known, is written for waiters. */
+  private async releaseRemote(lease: HeldLease, heldMs: number | undefined): Promise<boolean> {
     const released = await this.deps.store.release(lease.storedKey, holdingOf(lease), lease.leaseMs, heldMs);
     if (released && lease.queuedElsewhere > 0) this.deps.history.recordBusy(lease.storedKey, monotonicNow());
     return released;

@@ -118,6 +118,9 @@ export class ReadScheduler {
   /** A strongly consistent view of the item, answered at `now`, with the waiter's ticket then. */
   noteView(record: LockRecord, now: number, ticket: number | undefined): void {
     const { head } = record;
+    // A line gone (the item deleted): one recreated numbers its tickets afresh, and a span measured
+    // across the two would make the pace millions of tickets a millisecond.
+    if (head === undefined) this.forgetPace();
     if (head === undefined || this.lineHead === undefined || head > this.lineHead) this.lineMovedAt = now;
     else if (head === this.lineHead) this.noteStill(now);
     this.lineHead = head === undefined || this.lineHead === undefined ? head : Math.max(this.lineHead, head);
@@ -309,6 +312,11 @@ export class ReadScheduler {
   private noteStill(now: number): void {
     const hold = this.holdEstimate();
     if (hold === undefined || now - this.lineMovedAt <= STILL_TURNS * this.cycleMs(hold)) return;
+    this.forgetPace();
+  }
+
+  /** Drops the pace measured: the next views measure it anew. */
+  private forgetPace(): void {
     this.paceSpans.length = 0;
     this.paceFrom = undefined;
   }

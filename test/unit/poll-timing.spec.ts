@@ -5,7 +5,7 @@
  * and never waits longer than `maxPollInterval` between polls.
  */
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { LockManager } from '../../lib';
+import { LockBusyError, LockManager } from '../../lib';
 import { MemoryLockStore } from '../../lib/store/memory-lock.store';
 import { MemoryLogger } from '../support/lock-fixture';
 
@@ -25,7 +25,7 @@ function setup(maxPollInterval = 1_000) {
     jest.spyOn(waiterStore, name).mockImplementation(((...args: never[]) => (store[name] as (...a: never[]) => unknown)(...args)) as never);
   }
   const waiter = new LockManager({ store: waiterStore, ownerName: 'waiter', logger: new MemoryLogger(), maxPollInterval });
-  return { holder, waiter, reads, close: () => Promise.all([holder.close(), waiter.close()]) };
+  return { holder, waiter, reads, store, close: () => Promise.all([holder.close(), waiter.close()]) };
 }
 
 describe('poll timing of a waiter', () => {
@@ -79,6 +79,43 @@ describe('poll timing of a waiter', () => {
     const lock = await waiting;
     expect(lock.isHeld).toBe(true);
     expect(reads.length).toBeLessThanOrEqual(4);
+    await lock.release();
+    await close();
+  });
+
+  it('callers that gave up and were served later do not make the key look instantly released', async () => {
+    const { holder, waiter, reads, close, store } = setup();
+    // The waiter's process learns from its own holds that this key is kept about 1 s.
+    for (let i = 0; i < 2; i++) {
+      const own = await waiter.acquire('job');
+      await jest.advanceTimersByTimeAsync(1_000);
+      await own.release();
+    }
+    // Three of its callers give up behind the holder; each ticket is served later and given back at once.
+    for (let i = 0; i < 3; i++) {
+      const held = await holder.acquire('job');
+      const gaveUp = waiter.acquire('job', { wait: '50ms' }).catch((error: unknown) => error);
+      await jest.advanceTimersByTimeAsync(100);
+      expect(await gaveUp).toBeInstanceOf(LockBusyError);
+      await jest.advanceTimersByTimeAsync(900);
+      await held.release();
+      await jest.advanceTimersByTimeAsync(300);
+      // The quiet release wrote no hold time (the holder's 1 s would otherwise stand for it).
+      const item = await store.read('job');
+      expect(item?.head).toBe(item?.tail);
+      expect(item?.lastHoldMs).toBeUndefined();
+    }
+    const held = await holder.acquire('job');
+    reads.length = 0;
+    const waiting = waiter.acquire('job', { wait: '10s' });
+    await jest.advanceTimersByTimeAsync(900);
+    // Still about 1 s a hold: one read to find it held, then none until the release is due.
+    expect(reads.length).toBeLessThanOrEqual(2);
+    await jest.advanceTimersByTimeAsync(100);
+    await held.release();
+    await jest.advanceTimersByTimeAsync(50);
+    const lock = await waiting;
+    expect(lock.isHeld).toBe(true);
     await lock.release();
     await close();
   });

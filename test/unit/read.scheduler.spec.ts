@@ -117,6 +117,20 @@ describe('read timing of a waiter in line', () => {
     expect(schedule.delay(3_000, farPlan(ticket))).toBeGreaterThan(farPlan(ticket).timingReadMs / 4);
   });
 
+  it('measures the pace anew when the item was deleted and created again (its tickets numbered afresh)', () => {
+    const { schedule } = movingLine();
+    schedule.noteView({ key: KEY }, 900, undefined);
+    // Recreated with tickets a billion further on; the line moves at 40 ms a ticket again.
+    const base = 1_000_000_000;
+    const ticket = base + 100;
+    schedule.noteTimingView(held(base), 1_000, ticket);
+    schedule.noteTimingView(held(base + 10), 1_400, ticket);
+    // 90 places from its turn, 81 to its aim, at the pace of that one span (taken no slower than a
+    // usual turn, 30 ms): not at holds alone (20 ms a place, 1.6 s), as a pace measured across the
+    // two lines (nearly 0) would have it.
+    expect(schedule.delay(1_400, farPlan(ticket))).toBeGreaterThan(2_000);
+  });
+
   it('with no pace measured yet, reads again within a quarter of the longest pause, whatever round trips it saw', () => {
     // Round trips of 200 ms, seen in the burst of requests of a start-up: a turn guessed from
     // them (20 ms + 2.5 round trips) would be 520 ms, and 50 places 26 s.
@@ -134,6 +148,12 @@ describe('read timing of a waiter in line', () => {
     const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
     schedule.noteView(held(0), 0, 20);
     expect(schedule.delay(0, farPlan(20))).toBeCloseTo((17 * 200) / 2);
+  });
+
+  it('counts a timer that fired very late (a paused event loop) as 100 ms late at most', () => {
+    const facts = new KeyHistory();
+    facts.recordTimerLateness(10_000);
+    expect(facts.timerLateness()).toBeLessThanOrEqual(100);
   });
 
   it('with no hold known to this process, times its reads by the last hold written in the item', () => {
