@@ -114,7 +114,13 @@ export class LockReleaser {
    * Hands a released lock straight to the next local waiter: one write that swaps the owner token.
    * `heldMs` goes with the release sent instead when the outcome of that write is unknown.
    */
-  private async handOver(from: HeldLease, waiter: Waiter, slot: KeySlot, released: () => void, heldMs: number | undefined): Promise<boolean> {
+  private async handOver(
+    from: HeldLease,
+    waiter: Waiter,
+    slot: KeySlot,
+    released: () => void,
+    heldMs: number | undefined,
+  ): Promise<boolean> {
     const { store, keeper, queues } = this.deps;
     const sentAt = monotonicNow();
     try {
