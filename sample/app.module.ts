@@ -4,14 +4,18 @@ import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { DynamoLockModule } from 'nestjs-dynamo-lock';
 import { LockAuditListener } from './audit/lock-audit.listener';
+import { InvoiceDatabase } from './invoices/invoice.database';
 import { InvoicesModule } from './invoices/invoices.module';
 import { ReportsModule } from './reports/reports.module';
 import { INSTANCE_NAME } from './support/instance-name';
 
-/** The sample application. `instance` names this copy of the app in logs and lock owners. */
+/**
+ * The sample application. `instance` names this copy of the app in logs and lock owners;
+ * `database` is the one all copies share (each gets its own without it).
+ */
 @Module({})
 export class AppModule {
-  static forInstance(instance: string): DynamicModule {
+  static forInstance(instance: string, database = new InvoiceDatabase()): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -33,8 +37,8 @@ export class AppModule {
         InvoicesModule,
         ReportsModule,
       ],
-      providers: [{ provide: INSTANCE_NAME, useValue: instance }, LockAuditListener],
-      exports: [INSTANCE_NAME],
+      providers: [{ provide: INSTANCE_NAME, useValue: instance }, { provide: InvoiceDatabase, useValue: database }, LockAuditListener],
+      exports: [INSTANCE_NAME, InvoiceDatabase],
       global: true,
     };
   }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { type INestApplication, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
+import { InvoiceDatabase } from './invoices/invoice.database';
 import { runDemo } from './support/demo';
 import { startSampleDynamoDB } from './support/embedded-dynamodb';
 
@@ -20,9 +21,11 @@ async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
   const apps: INestApplication[] = [];
   const urls: string[] = [];
+  // The instances share their invoices, as copies of one app share a database.
+  const database = new InvoiceDatabase();
   for (let i = 0; i < count; i++) {
     const name = String.fromCharCode(65 + i);
-    const app = await NestFactory.create(AppModule.forInstance(name), { logger: ['log', 'warn', 'error'] });
+    const app = await NestFactory.create(AppModule.forInstance(name, database), { logger: ['log', 'warn', 'error'] });
     await app.listen(port + i, '127.0.0.1');
     apps.push(app);
     urls.push(`http://127.0.0.1:${port + i}`);

@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { AppModule } from '../sample/app.module';
+import { InvoiceDatabase } from '../sample/invoices/invoice.database';
 import { ReportJob } from '../sample/reports/report.job';
 import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from './support/servers';
 
@@ -20,8 +21,9 @@ describeEachServer('sample app (HTTP)', (server) => {
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
     });
+    const database = new InvoiceDatabase();
     for (const instance of ['A', 'B']) {
-      const app = await NestFactory.create(AppModule.forInstance(instance), { logger: false });
+      const app = await NestFactory.create(AppModule.forInstance(instance, database), { logger: false });
       await app.listen(0, '127.0.0.1');
       apps.push(app);
       urls.push((await app.getUrl()).replace('[::1]', '127.0.0.1'));
@@ -71,6 +73,16 @@ describeEachServer('sample app (HTTP)', (server) => {
     expect((await paying).status).toBe(201);
     expect(reopened.status).toBe(201);
     expect(await reopened.json()).toMatchObject({ status: 'open' });
+  });
+
+  it('shares its invoices between instances: a payment through one shows through the other, and is not made twice', async () => {
+    expect((await fetch(`${urls[0]}/invoices/42/reopen`, { method: 'POST' })).status).toBe(201);
+    expect(await (await fetch(`${urls[1]}/invoices/42`)).json()).toMatchObject({ status: 'open' });
+    const paid = await (await fetch(`${urls[1]}/invoices/42/pay`, { method: 'POST' })).json();
+    expect(paid).toMatchObject({ status: 'paid', paidWithToken: expect.any(Number) });
+    expect(await (await fetch(`${urls[0]}/invoices/42`)).json()).toEqual(paid);
+    // Paid already: the other instance pays nothing again.
+    expect(await (await fetch(`${urls[0]}/invoices/42/pay`, { method: 'POST' })).json()).toEqual(paid);
   });
 
   it('registers the guarded report job on each instance', () => {

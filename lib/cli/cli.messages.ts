@@ -13,6 +13,11 @@ const DURATION_FORMS =
   `a number with a unit, e.g. '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d' ` +
   `(units: ms, s/sec/seconds, m/min/minutes, h/hr/hours, d/days)`;
 
+// ---- Output ----
+
+/** The owner shown for a lock whose holder has not written its name yet: a waiter a release served. */
+export const UNCLAIMED_OWNER = () => '(a waiter served by the last release, not claimed yet)';
+
 // ---- Usage errors (exit 2) ----
 
 export const INVALID_DURATION = (option: string, value: string, hint?: string) =>
@@ -132,7 +137,7 @@ export const TTL_STATUS = (attribute: string, status: string | undefined) =>
     ? `TTL: unknown (this server has no TTL API); released lock items are not cleaned up automatically.`
     : status === 'ENABLED' || status === 'ENABLING'
       ? `TTL: ${status.toLowerCase()} on attribute ${quote(attribute)}.`
-      : `TTL: ${status.toLowerCase()}; run \`${PROGRAM} table-create\` to enable it on attribute ${quote(attribute)}, so released lock items are cleaned up.`;
+      : `TTL: ${status.toLowerCase()}; run \`${PROGRAM} table-create\` to enable it on attribute ${quote(attribute)}, so released lock items are cleaned up (a server without TTL, such as dynalite, keeps them).`;
 
 // ---- inspect / list ----
 

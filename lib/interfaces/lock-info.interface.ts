@@ -5,7 +5,11 @@
 export interface LockInfo {
   /** The key as given to `acquire()` (without the key prefix). */
   key: string;
-  /** Owner name of the holder. */
+  /**
+   * Owner name of the holder. Empty while the holder is a waiter of another instance that a
+   * release served and that has not written yet: it holds on a claim lease (5 s at most), and is
+   * passed when it never claims the lock (a process that stopped while waiting).
+   */
   owner: string;
   /** The holder's fencing token. */
   fencingToken: number;

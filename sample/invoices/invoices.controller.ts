@@ -1,6 +1,7 @@
 import { Controller, Get, Param, Post, UseInterceptors } from '@nestjs/common';
 import { LockInterceptor, LockService } from 'nestjs-dynamo-lock';
-import { type Invoice, InvoicesService } from './invoices.service';
+import type { Invoice } from './invoice.database';
+import { InvoicesService } from './invoices.service';
 
 /** HTTP API of the sample. A busy invoice answers 409 thanks to LockInterceptor. */
 @Controller('invoices')

@@ -1,25 +1,15 @@
 import { Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { LockService, WithLock } from 'nestjs-dynamo-lock';
-
-/** An invoice of the sample's in-memory "database". */
-export interface Invoice {
-  id: string;
-  amount: number;
-  status: 'open' | 'paid';
-  /** Fencing token of the lock under which it was paid: the guard against a stale holder. */
-  paidWithToken?: number;
-}
+import { type Invoice, InvoiceDatabase } from './invoice.database';
 
 /** Pays invoices, one payment per invoice at a time across every instance of the app. */
 @Injectable()
 export class InvoicesService {
   private readonly logger = new Logger(InvoicesService.name);
-  private readonly invoices = new Map<string, Invoice>([
-    ['42', { id: '42', amount: 100, status: 'open' }],
-    ['43', { id: '43', amount: 250, status: 'open' }],
-  ]);
-
-  constructor(private readonly locks: LockService) {}
+  constructor(
+    private readonly locks: LockService,
+    private readonly invoices: InvoiceDatabase,
+  ) {}
 
   /** Looks an invoice up. */
   find(id: string): Invoice {

@@ -5,16 +5,17 @@
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { CommanderError } from 'commander';
-import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../../lib';
+import { LockBusyError, LockConfigurationError, LockLostError, LockTableError, LockUnavailableError, LockValidationError } from '../../lib';
 import type { LockInfo } from '../../lib';
 import { CliError, UsageError } from '../../lib/cli/cli.errors';
+import { UNCLAIMED_OWNER } from '../../lib/cli/cli.messages';
 import { classifyError } from '../../lib/cli/error-report';
 import { childExitCode, ExitCode, signalExitCode } from '../../lib/cli/exit-codes';
 import { CliIo, type TextSink } from '../../lib/cli/io';
 import { parseLeaseId } from '../../lib/cli/lease-id-args';
 import { parseDataOption, parseDurationOption, parseWaitOption } from '../../lib/cli/options';
 import { formatDuration, relativeTime } from '../../lib/cli/output/format-time';
-import { lockInfoJson, lockInfoRow, LOCK_COLUMNS } from '../../lib/cli/output/lock-info.view';
+import { lockInfoFields, lockInfoJson, lockInfoRow, LOCK_COLUMNS } from '../../lib/cli/output/lock-info.view';
 import { renderFields, renderTable } from '../../lib/cli/output/table';
 import { WaitProgress } from '../../lib/cli/progress';
 
@@ -172,6 +173,13 @@ describe('output', () => {
     expect(lockInfoRow(lock, new Date('2030-01-01T00:07:00Z'))[6]).toBe('1m overdue');
   });
 
+  it('names a holder that has not written its name yet (a waiter served by a release) instead of leaving it blank', () => {
+    const served = info({ owner: '' });
+    expect(lockInfoRow(served, new Date('2030-01-01T00:02:00Z'))[1]).toBe(UNCLAIMED_OWNER());
+    expect(lockInfoFields(served, new Date('2030-01-01T00:02:00Z'))).toContainEqual(['Owner', UNCLAIMED_OWNER()]);
+    expect(lockInfoJson(served).owner).toBe('');
+  });
+
   it('renders a semaphore with its limit, line and every holder as JSON, and its taken slots in the table', () => {
     const older = info({ owner: 'bob@ci', fencingToken: 16 });
     const newest = info();
@@ -205,6 +213,17 @@ describe('exit codes', () => {
     expect(classifyError(refused, { endpoint: 'http://127.0.0.1:1' })).toEqual({
       exitCode: 4,
       message: 'cannot reach DynamoDB at http://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1.',
+    });
+    // The library's errors in the CLI's words: a missing table found by exec or inspect, a single
+    // attempt (--no-wait) that could not reach DynamoDB.
+    expect(classifyError(new LockTableError('Create it with `createTable: true` ...', 'locks', 'missing'))).toEqual(
+      classifyError(notFound, { tableName: 'locks' }),
+    );
+    const outage = new LockUnavailableError('gave up after one attempt (wait: false).', 'k', 0, 3_000, { cause: refused });
+    expect(classifyError(outage, { endpoint: 'http://127.0.0.1:1' })).toEqual(classifyError(refused, { endpoint: 'http://127.0.0.1:1' }));
+    expect(classifyError(new LockUnavailableError('did not answer in time', 'k', 0, 3_000))).toEqual({
+      exitCode: 4,
+      message: 'did not answer in time',
     });
     const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 400 } });
     expect(classifyError(throttled)).toEqual({ exitCode: 4, message: 'DynamoDB error ThrottlingException: Rate exceeded.' });
