@@ -15,8 +15,11 @@ const DURATION_FORMS =
 
 // ---- Output ----
 
-/** The owner shown for a lock whose holder has not written its name yet: a waiter a release served. */
-export const UNCLAIMED_OWNER = () => '(a waiter served by the last release, not claimed yet)';
+/**
+ * A holder's name as the CLI shows it: quoted, or for one that has not written its name yet (a
+ * waiter of another process that a release or a pass served, until its first heartbeat) a phrase.
+ */
+export const holderName = (owner: string) => (owner === '' ? '(a promoted waiter of another process; name not written yet)' : owner);
 
 // ---- Usage errors (exit 2) ----
 
@@ -78,7 +81,7 @@ export const LOCK_BUSY = (name: string, owner: string | undefined, fencingToken:
 export const LEASE_NOT_HELD = (name: string, current: LockInfo | null) =>
   `this lease id does not hold lock ${quote(name)}: ` +
   (current
-    ? `it is held by ${quote(current.owner)} (fencing token ${current.fencingToken}) since ${relativeTime(current.acquiredAt, new Date())}.`
+    ? `it is held by ${quoteHolder(current.owner)} (fencing token ${current.fencingToken}) since ${relativeTime(current.acquiredAt, new Date())}.`
     : `the lock is free (the lease expired or was released).`);
 
 export const ACQUIRING = (name: string, wait: number | boolean, leaseMs: number) =>
@@ -97,7 +100,7 @@ export const WAITING = (name: string, waitedMs: number, holder: LockInfo | null 
   (problem
     ? ` (cannot read it: ${problem})`
     : holder
-      ? `, held by ${quote(holder.owner)} (fencing token ${holder.fencingToken}) since ${relativeTime(holder.acquiredAt, new Date())}`
+      ? `, held by ${quoteHolder(holder.owner)} (fencing token ${holder.fencingToken}) since ${relativeTime(holder.acquiredAt, new Date())}`
       : '') +
   `; waited ${formatDuration(waitedMs)} …`;
 
@@ -196,6 +199,11 @@ export const ENVIRONMENT_HELP = () =>
   ].join('\n');
 
 // ---- Helpers ----
+
+/** A holder's name quoted, or the phrase for one not written yet (see {@link holderName}). */
+function quoteHolder(owner: string): string {
+  return owner === '' ? holderName(owner) : quote(owner);
+}
 
 /** A value in double quotes, with control characters escaped so it prints on one line. */
 export function quote(text: string): string {

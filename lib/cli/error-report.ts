@@ -51,9 +51,7 @@ export function classifyError(error: unknown, context: ErrorContext = {}): Error
   if (error instanceof LockBusyError) return { exitCode: ExitCode.busy, message: error.message };
   if (error instanceof LockValidationError) return { exitCode: ExitCode.usage, message: error.message };
   if (error instanceof LockLostError) return { exitCode: ExitCode.lost, message: error.message };
-  // An outage while taking a lock: the failure of the SDK as the CLI says it (--endpoint, --region,
-  // --profile), else as the library says it (no answer in time, and none showed a holder).
-  if (error instanceof LockUnavailableError && isSdkFailure(error.cause)) return classifyError(error.cause, context);
+  // An outage while taking a lock: said as the library says it (no answer showed a holder).
   if (error instanceof LockUnavailableError) return { exitCode: ExitCode.infrastructure, message: error.message };
   // A missing table: the CLI's own advice (--table, table-create), not the module's options.
   if (error instanceof LockTableError && error.problem === 'missing') {

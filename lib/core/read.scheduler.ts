@@ -76,7 +76,7 @@ export class ReadScheduler {
   /** When the holder seen most likely got the lock (monotonic). */
   private holderSince = 0;
   /** The first view that showed the line while the waiter was far back, to measure the line's pace from. */
-  private paceFrom: { head: number; at: number } | undefined;
+  private paceFrom: { head: number; at: number; ticket: number } | undefined;
   /** The time per ticket served over the last few spans (far back, the waiter's own reads do not pace the line). */
   private readonly paceSpans: number[] = [];
   /** The ticket served, as the latest view (strongly consistent or not) showed it. */
@@ -330,13 +330,16 @@ export class ReadScheduler {
    */
   private measurePace(head: number, now: number, ticket: number | undefined): void {
     if (ticket === undefined || ticket - head <= FAR_TURNS) return;
+    // A new ticket (queued anew, perhaps in a line recreated with tickets numbered afresh): a span
+    // across the two tickets may span two lines.
+    if (this.paceFrom && this.paceFrom.ticket !== ticket) this.forgetPace();
     const from = this.paceFrom;
     if (from && from.head <= head && head - from.head < FAR_TURNS) return;
     if (from && from.head <= head) {
       this.paceSpans.push((now - from.at) / (head - from.head));
       if (this.paceSpans.length > PACE_SPANS) this.paceSpans.shift();
     }
-    this.paceFrom = { head, at: now };
+    this.paceFrom = { head, at: now, ticket };
   }
 
   /**

@@ -7,8 +7,8 @@ export interface LockInfo {
   key: string;
   /**
    * Owner name of the holder. Empty while the holder is a waiter of another instance that a
-   * release served and that has not written yet: it holds on a claim lease (5 s at most), and is
-   * passed when it never claims the lock (a process that stopped while waiting).
+   * release or a pass served and that has not written yet (it writes its name with its first
+   * heartbeat, or never if it stopped while waiting: then it is passed after its claim lease, 5 s at most).
    */
   owner: string;
   /** The holder's fencing token. */

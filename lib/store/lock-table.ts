@@ -220,7 +220,8 @@ function healthFailure(error: unknown, signal: AbortSignal): Pick<TableHealth, '
 
 /**
  * The table's TTL status (`ENABLED`, `DISABLED`, ...), or `undefined` when the server has no
- * TTL API (dynalite). Other errors (missing table, network) are thrown.
+ * TTL API (dynalite has one that answers `DISABLED`, and cannot enable it). Other errors
+ * (missing table, network) are thrown.
  */
 export async function describeTtl(client: DynamoDBClient, tableName: string): Promise<string | undefined> {
   try {

@@ -8,7 +8,7 @@ import { CommanderError } from 'commander';
 import { LockBusyError, LockConfigurationError, LockLostError, LockTableError, LockUnavailableError, LockValidationError } from '../../lib';
 import type { LockInfo } from '../../lib';
 import { CliError, UsageError } from '../../lib/cli/cli.errors';
-import { UNCLAIMED_OWNER } from '../../lib/cli/cli.messages';
+import { holderName, WAITING } from '../../lib/cli/cli.messages';
 import { classifyError } from '../../lib/cli/error-report';
 import { childExitCode, ExitCode, signalExitCode } from '../../lib/cli/exit-codes';
 import { CliIo, type TextSink } from '../../lib/cli/io';
@@ -173,11 +173,15 @@ describe('output', () => {
     expect(lockInfoRow(lock, new Date('2030-01-01T00:07:00Z'))[6]).toBe('1m overdue');
   });
 
-  it('names a holder that has not written its name yet (a waiter served by a release) instead of leaving it blank', () => {
+  it('names a holder that has not written its name yet (a promoted waiter) instead of leaving it blank', () => {
     const served = info({ owner: '' });
-    expect(lockInfoRow(served, new Date('2030-01-01T00:02:00Z'))[1]).toBe(UNCLAIMED_OWNER());
-    expect(lockInfoFields(served, new Date('2030-01-01T00:02:00Z'))).toContainEqual(['Owner', UNCLAIMED_OWNER()]);
+    const phrase = holderName('');
+    expect(phrase).not.toBe('');
+    expect(lockInfoRow(served, new Date('2030-01-01T00:02:00Z'))[1]).toBe(phrase);
+    expect(lockInfoFields(served, new Date('2030-01-01T00:02:00Z'))).toContainEqual(['Owner', phrase]);
+    expect(WAITING('deploy', 1_000, served)).toContain(`held by ${phrase}`);
     expect(lockInfoJson(served).owner).toBe('');
+    expect(holderName('alice@ci')).toBe('alice@ci');
   });
 
   it('renders a semaphore with its limit, line and every holder as JSON, and its taken slots in the table', () => {
@@ -214,17 +218,13 @@ describe('exit codes', () => {
       exitCode: 4,
       message: 'cannot reach DynamoDB at http://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1.',
     });
-    // The library's errors in the CLI's words: a missing table found by exec or inspect, a single
-    // attempt (--no-wait) that could not reach DynamoDB.
+    // A missing table found by exec or inspect: the CLI's advice, not the module's options.
     expect(classifyError(new LockTableError('Create it with `createTable: true` ...', 'locks', 'missing'))).toEqual(
       classifyError(notFound, { tableName: 'locks' }),
     );
-    const outage = new LockUnavailableError('gave up after one attempt (wait: false).', 'k', 0, 3_000, { cause: refused });
-    expect(classifyError(outage, { endpoint: 'http://127.0.0.1:1' })).toEqual(classifyError(refused, { endpoint: 'http://127.0.0.1:1' }));
-    expect(classifyError(new LockUnavailableError('did not answer in time', 'k', 0, 3_000))).toEqual({
-      exitCode: 4,
-      message: 'did not answer in time',
-    });
+    // An outage while taking a lock keeps the library's words: the lock, the time tried, not a busy lock.
+    const outage = new LockUnavailableError('Lock "k" could not be acquired: ...', 'k', 0, 3_000, { cause: refused });
+    expect(classifyError(outage, { endpoint: 'http://127.0.0.1:1' })).toEqual({ exitCode: 4, message: outage.message });
     const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 400 } });
     expect(classifyError(throttled)).toEqual({ exitCode: 4, message: 'DynamoDB error ThrottlingException: Rate exceeded.' });
   });

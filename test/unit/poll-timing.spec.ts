@@ -28,6 +28,25 @@ function setup(maxPollInterval = 1_000) {
   return { holder, waiter, reads, store, close: () => Promise.all([holder.close(), waiter.close()]) };
 }
 
+/**
+ * The holder takes the key and keeps it 1 s while the waiter waits for it.
+ * @returns the waiter's reads in the first 900 ms, and in all until it held the lock.
+ */
+async function waitThroughOneSecondHold({ holder, waiter, reads }: ReturnType<typeof setup>) {
+  const held = await holder.acquire('job');
+  reads.length = 0;
+  const waiting = waiter.acquire('job', { wait: '10s' });
+  await jest.advanceTimersByTimeAsync(900);
+  const early = reads.length;
+  await jest.advanceTimersByTimeAsync(100);
+  await held.release();
+  await jest.advanceTimersByTimeAsync(50);
+  const lock = await waiting;
+  expect(lock.isHeld).toBe(true);
+  await lock.release();
+  return { early, all: reads.length };
+}
+
 describe('poll timing of a waiter', () => {
   beforeEach(() => {
     jest.useFakeTimers({ now: 0 });
@@ -62,29 +81,21 @@ describe('poll timing of a waiter', () => {
   });
 
   it('a waiter that never held the key times its reads by the hold the last holder wrote', async () => {
-    const { holder, waiter, reads, close } = setup();
+    const line = setup();
     // The holder keeps the key 1 s, then takes it again free: the item shows that hold, and no release since.
-    const first = await holder.acquire('job');
+    const first = await line.holder.acquire('job');
     await jest.advanceTimersByTimeAsync(1_000);
     await first.release();
-    const held = await holder.acquire('job');
-    reads.length = 0;
-    const waiting = waiter.acquire('job', { wait: '10s' });
-    await jest.advanceTimersByTimeAsync(900);
+    const reads = await waitThroughOneSecondHold(line);
     // One read to find it held, then none until about 1 s in (not one every 100 ms).
-    expect(reads.length).toBeLessThanOrEqual(2);
-    await jest.advanceTimersByTimeAsync(100);
-    await held.release();
-    await jest.advanceTimersByTimeAsync(50);
-    const lock = await waiting;
-    expect(lock.isHeld).toBe(true);
-    expect(reads.length).toBeLessThanOrEqual(4);
-    await lock.release();
-    await close();
+    expect(reads.early).toBeLessThanOrEqual(2);
+    expect(reads.all).toBeLessThanOrEqual(4);
+    await line.close();
   });
 
   it('callers that gave up and were served later do not make the key look instantly released', async () => {
-    const { holder, waiter, reads, close, store } = setup();
+    const line = setup();
+    const { holder, waiter, store } = line;
     // The waiter's process learns from its own holds that this key is kept about 1 s.
     for (let i = 0; i < 2; i++) {
       const own = await waiter.acquire('job');
@@ -105,19 +116,9 @@ describe('poll timing of a waiter', () => {
       expect(item?.head).toBe(item?.tail);
       expect(item?.lastHoldMs).toBeUndefined();
     }
-    const held = await holder.acquire('job');
-    reads.length = 0;
-    const waiting = waiter.acquire('job', { wait: '10s' });
-    await jest.advanceTimersByTimeAsync(900);
     // Still about 1 s a hold: one read to find it held, then none until the release is due.
-    expect(reads.length).toBeLessThanOrEqual(2);
-    await jest.advanceTimersByTimeAsync(100);
-    await held.release();
-    await jest.advanceTimersByTimeAsync(50);
-    const lock = await waiting;
-    expect(lock.isHeld).toBe(true);
-    await lock.release();
-    await close();
+    expect((await waitThroughOneSecondHold(line)).early).toBeLessThanOrEqual(2);
+    await line.close();
   });
 
   it('backs off while a release is overdue, never pausing longer than maxPollInterval', async () => {

@@ -117,9 +117,12 @@ describe('read timing of a waiter in line', () => {
     expect(schedule.delay(3_000, farPlan(ticket))).toBeGreaterThan(farPlan(ticket).timingReadMs / 4);
   });
 
-  it('measures the pace anew when the item was deleted and created again (its tickets numbered afresh)', () => {
+  it.each([
+    ['seen gone in between', true],
+    ['not seen gone', false],
+  ])('measures the pace anew when the item was deleted and created again, its tickets numbered afresh (%s)', (_, seenGone) => {
     const { schedule } = movingLine();
-    schedule.noteView({ key: KEY }, 900, undefined);
+    if (seenGone) schedule.noteView({ key: KEY }, 900, undefined);
     // Recreated with tickets a billion further on; the line moves at 40 ms a ticket again.
     const base = 1_000_000_000;
     const ticket = base + 100;
@@ -152,8 +155,8 @@ describe('read timing of a waiter in line', () => {
 
   it('counts a timer that fired very late (a paused event loop) as 100 ms late at most', () => {
     const facts = new KeyHistory();
-    facts.recordTimerLateness(10_000);
-    expect(facts.timerLateness()).toBeLessThanOrEqual(100);
+    for (let i = 0; i < 30; i++) facts.recordTimerLateness(10_000);
+    expect(facts.timerLateness()).toBeCloseTo(100, 0);
   });
 
   it('with no hold known to this process, times its reads by the last hold written in the item', () => {

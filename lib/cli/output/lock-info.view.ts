@@ -1,5 +1,5 @@
 import type { LockInfo } from '../../interfaces/lock-info.interface';
-import { UNCLAIMED_OWNER } from '../cli.messages';
+import { holderName } from '../cli.messages';
 import { formatDuration, relativeTime } from './format-time';
 
 /** A held lock as `inspect --json` and `list --json` print it. Times are ISO 8601, by the holder's clock. */
@@ -49,7 +49,7 @@ export function lockInfoJson(info: LockInfo): LockInfoJson {
 export function lockInfoRow(info: LockInfo, now: Date): string[] {
   return [
     info.limit === undefined ? info.key : `${info.key} (${info.holders?.length ?? 1}/${info.limit} slots)`,
-    ownerText(info),
+    holderName(info.owner),
     String(info.fencingToken),
     relativeTime(info.acquiredAt, now),
     relativeTime(info.updatedAt, now),
@@ -63,7 +63,7 @@ export function lockInfoRow(info: LockInfo, now: Date): string[] {
 export function lockInfoFields(info: LockInfo, now: Date): [string, string][] {
   return [
     ['Key', info.key],
-    ['Owner', ownerText(info)],
+    ['Owner', holderName(info.owner)],
     ['Fencing token', String(info.fencingToken)],
     ['Acquired', `${info.acquiredAt.toISOString()} (${relativeTime(info.acquiredAt, now)})`],
     ['Renewed', `${info.updatedAt.toISOString()} (${relativeTime(info.updatedAt, now)})`],
@@ -71,11 +71,6 @@ export function lockInfoFields(info: LockInfo, now: Date): [string, string][] {
     ['Expires', `${expiresAt(info).toISOString()} (${expiry(info, now)})`],
     ['Data', dataText(info.data)],
   ];
-}
-
-/** The holder's name; none yet for a waiter of another process that a release served (it has not written). */
-function ownerText(info: LockInfo): string {
-  return info.owner === '' ? UNCLAIMED_OWNER() : info.owner;
 }
 
 function expiresAt(info: LockInfo): Date {
