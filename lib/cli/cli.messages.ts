@@ -78,6 +78,12 @@ export const LOCK_BUSY = (name: string, owner: string | undefined, fencingToken:
   `lock ${quote(name)} is held by ${owner ? quote(owner) : 'another owner'}${fencingToken === undefined ? '' : ` (fencing token ${fencingToken})`}; ` +
   (waitedMs === undefined ? `not waiting (--no-wait).` : `gave up after waiting ${formatDuration(waitedMs)}.`);
 
+/** An outage while taking a lock (no answer showed a holder); `waitedMs` is `undefined` for `--no-wait`. */
+export const LOCK_UNAVAILABLE = (name: string, cause: unknown, waitedMs: number | undefined) =>
+  `lock ${quote(name)} could not be taken: DynamoDB ${cause === undefined ? 'did not answer in time' : `failed (${errorText(cause)})`} ` +
+  `and no answer showed another holder, so this is an outage or a slow DynamoDB, not a busy lock; ` +
+  (waitedMs === undefined ? `one attempt (--no-wait).` : `gave up after trying for ${formatDuration(waitedMs)}.`);
+
 export const LEASE_NOT_HELD = (name: string, current: LockInfo | null) =>
   `this lease id does not hold lock ${quote(name)}: ` +
   (current

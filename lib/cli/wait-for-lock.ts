@@ -1,6 +1,6 @@
 import type { Lock } from '../core/lock';
-import { LockBusyError } from '../errors/lock.errors';
-import { ACQUIRING, INTERRUPTED, LOCK_BUSY, SEMAPHORE_BUSY } from './cli.messages';
+import { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
+import { ACQUIRING, INTERRUPTED, LOCK_BUSY, LOCK_UNAVAILABLE, SEMAPHORE_BUSY } from './cli.messages';
 import { CliError, InterruptedError } from './cli.errors';
 import { ExitCode, signalExitCode } from './exit-codes';
 import { WaitProgress } from './progress';
@@ -24,7 +24,7 @@ export interface LockRequest {
 
 /**
  * Acquires a lock for a command, with the progress line while it waits.
- * @throws CliError with exit code 1 when the lock stays busy.
+ * @throws CliError with exit code 1 when the lock stays busy, 4 on an outage (no answer showed a holder).
  * @throws InterruptedError when `request.signal` aborts.
  */
 export async function waitForLock(session: Session, request: LockRequest): Promise<Lock> {
@@ -55,6 +55,12 @@ export async function waitForLock(session: Session, request: LockRequest): Promi
       if (request.limit !== undefined)
         throw new CliError(SEMAPHORE_BUSY(request.name, request.limit, waited), ExitCode.busy, { cause: error });
       throw new CliError(LOCK_BUSY(request.name, error.holder?.owner, error.holder?.fencingToken, waited), ExitCode.busy, { cause: error });
+    }
+    // The library's outage, in the CLI's words (--no-wait, not `wait: false`).
+    if (error instanceof LockUnavailableError) {
+      throw new CliError(LOCK_UNAVAILABLE(request.name, error.cause, willWait ? error.waitedMs : undefined), ExitCode.infrastructure, {
+        cause: error,
+      });
     }
     throw error;
   } finally {

@@ -134,6 +134,17 @@ describe('dynamo-lock CLI: help, version, usage errors', () => {
     ]);
     expect(result.ms).toBeLessThan(5_000);
   });
+
+  it('says an outage under --no-wait in its own words: the lock, the failure, not busy, one attempt', async () => {
+    const port = await findFreePort();
+    const result = await new Cli({ name: 'dynalite', endpoint: `http://127.0.0.1:${port}` }).run(['acquire', 'deploy', '--no-wait']);
+    expectExit(result, 4);
+    expect(lines(result.stderr)).toEqual([
+      expect.stringMatching(
+        /^dynamo-lock: lock "deploy" could not be taken: DynamoDB failed \(.*ECONNREFUSED.*\) and no answer showed another holder, .*not a busy lock; one attempt \(--no-wait\)\.$/,
+      ),
+    ]);
+  });
 });
 
 describeEachServer('dynamo-lock CLI', (server) => {
