@@ -16,8 +16,8 @@ const DURATION_FORMS =
 // ---- Output ----
 
 /**
- * A holder's name as the CLI shows it: quoted, or for one that has not written its name yet (a
- * waiter of another process that a release or a pass served, until its first heartbeat) a phrase.
+ * A holder's name as the CLI shows it in tables and fields: the name, or for a holder that has not
+ * written its name yet (a waiter that a release or a pass served, until it writes) a phrase.
  */
 export const holderName = (owner: string) => (owner === '' ? '(a promoted waiter of another process; name not written yet)' : owner);
 
@@ -66,13 +66,13 @@ export const USAGE_HINT = () => `(see ${PROGRAM} --help)`;
 
 export const NOT_ELECTED = (name: string, holder: LockInfo | null, waitedMs: number) =>
   `not elected leader of ${quote(name)} within ${formatDuration(waitedMs)}: ` +
-  (holder ? `${quote(holder.owner)} leads (fencing token ${holder.fencingToken}).` : 'no leader was seen at the last read.');
+  (holder ? `${quoteHolder(holder.owner)} leads (fencing token ${holder.fencingToken}).` : 'no leader was seen at the last read.');
 
 export const LED_ELSEWHERE = (name: string, holder: LockInfo | null) =>
-  `${quote(name)} is led by ${holder ? `${quote(holder.owner)} (fencing token ${holder.fencingToken})` : 'another instance'}; not waiting (--no-wait).`;
+  `${quote(name)} is led by ${holder ? `${quoteHolder(holder.owner)} (fencing token ${holder.fencingToken})` : 'another instance'}; not waiting (--no-wait).`;
 
 export const FOLLOWING = (name: string, holder: LockInfo | null) =>
-  `${quote(name)} is led by ${holder ? quote(holder.owner) : 'another instance'}; following (the command starts when this host is elected).`;
+  `${quote(name)} is led by ${holder ? quoteHolder(holder.owner) : 'another instance'}; following (the command starts when this host is elected).`;
 
 export const LOCK_BUSY = (name: string, owner: string | undefined, fencingToken: number | undefined, waitedMs: number | undefined) =>
   `lock ${quote(name)} is held by ${owner ? quote(owner) : 'another owner'}${fencingToken === undefined ? '' : ` (fencing token ${fencingToken})`}; ` +

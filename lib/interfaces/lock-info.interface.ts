@@ -8,7 +8,8 @@ export interface LockInfo {
   /**
    * Owner name of the holder. Empty while the holder is a waiter of another instance that a
    * release or a pass served and that has not written yet (it writes its name with its first
-   * heartbeat, or never if it stopped while waiting: then it is passed after its claim lease, 5 s at most).
+   * heartbeat, or at once with `data` or without heartbeats; never if it stopped while waiting:
+   * then it is passed after its claim lease, 5 s at most).
    */
   owner: string;
   /** The holder's fencing token. */

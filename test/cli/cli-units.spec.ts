@@ -8,7 +8,7 @@ import { CommanderError } from 'commander';
 import { LockBusyError, LockConfigurationError, LockLostError, LockTableError, LockUnavailableError, LockValidationError } from '../../lib';
 import type { LockInfo } from '../../lib';
 import { CliError, UsageError } from '../../lib/cli/cli.errors';
-import { holderName, WAITING } from '../../lib/cli/cli.messages';
+import { FOLLOWING, holderName, LED_ELSEWHERE, NOT_ELECTED, WAITING } from '../../lib/cli/cli.messages';
 import { classifyError } from '../../lib/cli/error-report';
 import { childExitCode, ExitCode, signalExitCode } from '../../lib/cli/exit-codes';
 import { CliIo, type TextSink } from '../../lib/cli/io';
@@ -180,6 +180,10 @@ describe('output', () => {
     expect(lockInfoRow(served, new Date('2030-01-01T00:02:00Z'))[1]).toBe(phrase);
     expect(lockInfoFields(served, new Date('2030-01-01T00:02:00Z'))).toContainEqual(['Owner', phrase]);
     expect(WAITING('deploy', 1_000, served)).toContain(`held by ${phrase}`);
+    for (const message of [NOT_ELECTED('deploy', served, 1_000), LED_ELSEWHERE('deploy', served), FOLLOWING('deploy', served)]) {
+      expect(message).toContain(phrase);
+      expect(message).not.toContain('""');
+    }
     expect(lockInfoJson(served).owner).toBe('');
     expect(holderName('alice@ci')).toBe('alice@ci');
   });

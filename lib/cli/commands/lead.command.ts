@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { Lock } from '../../core/lock';
-import { FOLLOWING, LED_ELSEWHERE, NOT_ELECTED, PROGRAM } from '../cli.messages';
+import { LockUnavailableError } from '../../errors/lock.errors';
+import { FOLLOWING, LED_ELSEWHERE, LOCK_UNAVAILABLE, NOT_ELECTED, PROGRAM } from '../cli.messages';
 import { CliError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
 import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
@@ -120,7 +121,13 @@ async function elected(session: Session, leadership: Leadership, waitMs: number 
  * failed request's error (exit code 4), as `exec --no-wait` does: the campaign would retry it.
  */
 async function electedNow(session: Session, leadership: Leadership, interrupt: AbortSignal): Promise<Lock> {
-  const lock = await untilAborted(interrupt, firstRoundOf(leadership));
+  const lock = await untilAborted(interrupt, firstRoundOf(leadership)).catch((error: unknown) => {
+    // The library's outage of a single attempt, in the CLI's words (--no-wait, not `wait: false`).
+    if (error instanceof LockUnavailableError) {
+      throw new CliError(LOCK_UNAVAILABLE(leadership.name, error.cause, undefined), ExitCode.infrastructure, { cause: error });
+    }
+    throw error;
+  });
   if (lock) {
     if (lock.signal.aborted) throw lock.signal.reason;
     return lock;
