@@ -56,16 +56,16 @@ export async function waitForLock(session: Session, request: LockRequest): Promi
         throw new CliError(SEMAPHORE_BUSY(request.name, request.limit, waited), ExitCode.busy, { cause: error });
       throw new CliError(LOCK_BUSY(request.name, error.holder?.owner, error.holder?.fencingToken, waited), ExitCode.busy, { cause: error });
     }
-    // The library's outage, in the CLI's words (--no-wait, not `wait: false`).
-    if (error instanceof LockUnavailableError) {
-      throw new CliError(LOCK_UNAVAILABLE(request.name, error.cause, willWait ? error.waitedMs : undefined), ExitCode.infrastructure, {
-        cause: error,
-      });
-    }
+    if (error instanceof LockUnavailableError) throw outageError(request.name, error, willWait ? error.waitedMs : undefined);
     throw error;
   } finally {
     progress?.stop();
   }
+}
+
+/** The library's outage of a lock (no answer showed a holder), in the CLI's words (`--no-wait`, not `wait: false`): exit code 4. */
+export function outageError(name: string, error: LockUnavailableError, waitedMs: number | undefined): CliError {
+  return new CliError(LOCK_UNAVAILABLE(name, error.cause, waitedMs), ExitCode.infrastructure, { cause: error });
 }
 
 /** The abort reason for a wait that `signal` interrupted: exit code 128 + its number. */

@@ -118,9 +118,6 @@ export class ReadScheduler {
   /** A strongly consistent view of the item, answered at `now`, with the waiter's ticket then. */
   noteView(record: LockRecord, now: number, ticket: number | undefined): void {
     const { head } = record;
-    // A line gone (the item deleted): one recreated numbers its tickets afresh, and a span measured
-    // across the two would make the pace millions of tickets a millisecond.
-    if (head === undefined) this.forgetPace();
     if (head === undefined || this.lineHead === undefined || head > this.lineHead) this.lineMovedAt = now;
     else if (head === this.lineHead) this.noteStill(now);
     this.lineHead = head === undefined || this.lineHead === undefined ? head : Math.max(this.lineHead, head);
@@ -330,8 +327,9 @@ export class ReadScheduler {
    */
   private measurePace(head: number, now: number, ticket: number | undefined): void {
     if (ticket === undefined || ticket - head <= FAR_TURNS) return;
-    // A new ticket (queued anew, perhaps in a line recreated with tickets numbered afresh): a span
-    // across the two tickets may span two lines.
+    // A new ticket (queued anew, perhaps in a line recreated with tickets numbered afresh after the
+    // item was deleted): a span across the two tickets may span two lines, and make the pace
+    // millions of tickets a millisecond.
     if (this.paceFrom && this.paceFrom.ticket !== ticket) this.forgetPace();
     const from = this.paceFrom;
     if (from && from.head <= head && head - from.head < FAR_TURNS) return;

@@ -27,13 +27,21 @@ function history({ holdMs, roundTripMs }: { holdMs: number; roundTripMs: number 
   return facts;
 }
 
+/** A waiter with `ticket` far back that saw the line at each `[head, at]` (timing reads). */
+function lineSeen(facts: KeyHistory, ticket: number, views: [head: number, at: number][]): ReadScheduler {
+  const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
+  for (const [head, at] of views) schedule.noteTimingView(held(head), at, ticket);
+  return schedule;
+}
+
 /** Ticket 100, far back, with holds of 20 ms: it saw the line serve 20 tickets in 800 ms (40 ms each, two spans). */
 function movingLine(): { schedule: ReadScheduler; ticket: number } {
-  const schedule = new ReadScheduler(history({ holdMs: 20, roundTripMs: 4 }), KEY, 1_000, 0);
   const ticket = 100;
-  schedule.noteTimingView(held(0), 0, ticket);
-  schedule.noteTimingView(held(10), 400, ticket);
-  schedule.noteTimingView(held(20), 800, ticket);
+  const schedule = lineSeen(history({ holdMs: 20, roundTripMs: 4 }), ticket, [
+    [0, 0],
+    [10, 400],
+    [20, 800],
+  ]);
   return { schedule, ticket };
 }
 
@@ -75,13 +83,13 @@ describe('read timing of a waiter in line', () => {
   });
 
   it('times a far-back read by the faster of the spans it measured: a stall in the last one does not make it sleep past its turn', () => {
-    const facts = history({ holdMs: 20, roundTripMs: 20 });
-    const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
     const ticket = 70;
-    schedule.noteTimingView(held(0), 0, ticket);
     // 20 tickets served in 1.2 s (60 ms each), then 10 in 3 s: the line stalled for a while.
-    schedule.noteTimingView(held(20), 1_200, ticket);
-    schedule.noteTimingView(held(30), 4_200, ticket);
+    const schedule = lineSeen(history({ holdMs: 20, roundTripMs: 20 }), ticket, [
+      [0, 0],
+      [20, 1_200],
+      [30, 4_200],
+    ]);
     // 40 places from its turn: at 60 ms a turn, it is served within 2.4 s, and must read before.
     const delay = schedule.delay(4_200, farPlan(ticket));
     expect(delay).toBeLessThan(40 * 60);
@@ -90,12 +98,12 @@ describe('read timing of a waiter in line', () => {
 
   it('does not take a single span slower than a usual turn for the pace (a short first span may hold a stall)', () => {
     // Holds of 20 ms and round trips of 4 ms: a usual turn is 30 ms.
-    const facts = history({ holdMs: 20, roundTripMs: 4 });
-    const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
     const ticket = 70;
-    schedule.noteTimingView(held(0), 0, ticket);
     // 10 tickets in 800 ms: 80 ms each, a stall of a few hundred milliseconds in the span.
-    schedule.noteTimingView(held(10), 800, ticket);
+    const schedule = lineSeen(history({ holdMs: 20, roundTripMs: 4 }), ticket, [
+      [0, 0],
+      [10, 800],
+    ]);
     // 60 places from its turn: taken at 30 ms a turn, it reads within 60 turns of that.
     expect(schedule.delay(800, farPlan(ticket))).toBeLessThanOrEqual(60 * 30);
   });

@@ -1,12 +1,13 @@
 import { type Command, Option } from 'commander';
 import type { Lock } from '../../core/lock';
 import { LockUnavailableError } from '../../errors/lock.errors';
-import { FOLLOWING, LED_ELSEWHERE, LOCK_UNAVAILABLE, NOT_ELECTED, PROGRAM } from '../cli.messages';
+import { FOLLOWING, LED_ELSEWHERE, NOT_ELECTED, PROGRAM } from '../cli.messages';
 import { CliError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
 import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
 import { ExitCode } from '../exit-codes';
 import { parseDataOption, parseDurationOption } from '../options';
+import { outageError } from '../wait-for-lock';
 import type { Session } from '../session';
 import { firstRoundOf, type Leadership } from '../../leadership/leadership';
 import { untilAborted } from '../../utils/clock';
@@ -122,11 +123,7 @@ async function elected(session: Session, leadership: Leadership, waitMs: number 
  */
 async function electedNow(session: Session, leadership: Leadership, interrupt: AbortSignal): Promise<Lock> {
   const lock = await untilAborted(interrupt, firstRoundOf(leadership)).catch((error: unknown) => {
-    // The library's outage of a single attempt, in the CLI's words (--no-wait, not `wait: false`).
-    if (error instanceof LockUnavailableError) {
-      throw new CliError(LOCK_UNAVAILABLE(leadership.name, error.cause, undefined), ExitCode.infrastructure, { cause: error });
-    }
-    throw error;
+    throw error instanceof LockUnavailableError ? outageError(leadership.name, error, undefined) : error;
   });
   if (lock) {
     if (lock.signal.aborted) throw lock.signal.reason;
