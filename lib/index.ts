@@ -32,6 +32,7 @@ export {
   LockInterceptor,
   type LockConflictBody,
   type LockInterceptorOptions,
+  type LockKeyInvalidBody,
   type LockUnavailableBody,
 } from './interceptors/lock.interceptor';
 export type { WithLockOptions } from './interfaces/with-lock-options.interface';

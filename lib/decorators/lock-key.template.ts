@@ -1,4 +1,4 @@
-import { LockValidationError } from '../errors/lock.errors';
+import { LockKeyError, LockValidationError } from '../errors/lock.errors';
 import {
   TEMPLATE_ADJACENT_PLACEHOLDERS,
   TEMPLATE_ARGUMENT_MISSING,
@@ -81,7 +81,8 @@ export class LockKeyTemplate {
 
   /**
    * The key for one call's arguments.
-   * @throws LockValidationError when a value is missing, empty or an object without a property path.
+   * @throws LockKeyError when a value is missing, empty, only whitespace, an invalid Date or an object
+   *   without a property path.
    */
   render(args: readonly unknown[]): string {
     return this.parts.map((part) => ('text' in part ? part.text : this.escape(this.valueOf(part, args)))).join('');
@@ -94,18 +95,19 @@ export class LockKeyTemplate {
       value = (value as Record<string, unknown>)[name];
     }
     if (value === null || value === undefined) {
-      throw new LockValidationError(TEMPLATE_VALUE_MISSING(this.where, this.template, part.source, value));
+      throw new LockKeyError(TEMPLATE_VALUE_MISSING(this.where, this.template, part.source, value), 'missing');
     }
     let text: string;
     if (value instanceof Date) {
-      if (Number.isNaN(value.getTime())) throw new LockValidationError(TEMPLATE_VALUE_INVALID_DATE(this.where, this.template, part.source));
+      if (Number.isNaN(value.getTime()))
+        throw new LockKeyError(TEMPLATE_VALUE_INVALID_DATE(this.where, this.template, part.source), 'invalid-date');
       text = value.toISOString();
     } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') {
       text = String(value);
-    } else throw new LockValidationError(TEMPLATE_VALUE_OBJECT(this.where, this.template, part.source));
-    if (text.length === 0) throw new LockValidationError(TEMPLATE_VALUE_EMPTY(this.where, this.template, part.source));
+    } else throw new LockKeyError(TEMPLATE_VALUE_OBJECT(this.where, this.template, part.source), 'object');
+    if (text.length === 0) throw new LockKeyError(TEMPLATE_VALUE_EMPTY(this.where, this.template, part.source), 'empty');
     // As `toStoredKey` rejects a blank key: a blank value is an unset field, not an identity.
-    if (text.trim().length === 0) throw new LockValidationError(TEMPLATE_VALUE_BLANK(this.where, this.template, part.source, text));
+    if (text.trim().length === 0) throw new LockKeyError(TEMPLATE_VALUE_BLANK(this.where, this.template, part.source, text), 'blank');
     return text;
   }
 

@@ -97,6 +97,25 @@ export class LockLostError extends DynamoLockError {
 /** Thrown before any request is sent when an argument is invalid: key, duration, data, template. */
 export class LockValidationError extends DynamoLockError {}
 
+/** What is wrong with a lock key built for one call (see {@link LockKeyError}). */
+export type LockKeyProblem = 'missing' | 'empty' | 'blank' | 'object' | 'invalid-date' | 'not-well-formed' | 'too-long';
+
+/**
+ * Thrown when the key of one call is not a valid lock key: a value a `@WithLock` template is
+ * built from is missing, empty, only whitespace, an object or an invalid Date, or the key is
+ * blank, too long or not well-formed text. Such keys usually come from request values, so
+ * `LockInterceptor` answers this error with `400 Bad Request`; every other `LockValidationError`
+ * is a programming error.
+ */
+export class LockKeyError extends LockValidationError {
+  constructor(
+    message: string,
+    readonly problem: LockKeyProblem,
+  ) {
+    super(message);
+  }
+}
+
 /** Thrown at start-up when the module options or the lock table are wrong. */
 export class LockConfigurationError extends DynamoLockError {}
 

@@ -4,6 +4,7 @@
  */
 
 import type { EndpointInfo, EndpointSource } from '../store/dynamo-endpoint';
+import type { LockKeyProblem } from './lock.errors';
 
 const DURATION_FORMS = `milliseconds as a number (30000) or a string such as '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d'`;
 
@@ -137,6 +138,20 @@ export const REQUEST_TIMED_OUT = (operation: string, tableName: string, ms: numb
 
 /** The 409 answer's message: no holder details unless the interceptor exposes them. */
 export const LOCK_BUSY_HTTP = (key: string) => `Resource "${key}" is locked by another operation; try again later.`;
+
+const LOCK_KEY_PROBLEMS: Record<LockKeyProblem, string> = {
+  missing: 'a value it is built from is missing',
+  empty: 'a value it is built from is empty',
+  blank: 'a value it is built from is only whitespace',
+  object: 'a value it is built from is an object, not a text or a number',
+  'invalid-date': 'a date it is built from is not a valid date',
+  'not-well-formed': 'a value it is built from is not well-formed text',
+  'too-long': 'it would be too long',
+};
+
+/** The message of a 400 answer for a request whose values make no valid lock key (no class, method or template named). */
+export const LOCK_KEY_INVALID_HTTP = (problem: LockKeyProblem) =>
+  `This request does not make a valid lock key: ${LOCK_KEY_PROBLEMS[problem]}. Check the request's values.`;
 
 export const SEMAPHORE_LIMIT_INVALID = (scope: string, value: unknown, max: number) =>
   `${scope} option "limit" must be a whole number from 1 to ${max} (the most holders of the key at once); got ${describe(value)}. Leave it out for a mutex (one holder).`;

@@ -1,4 +1,5 @@
 import {
+  BadRequestException,
   type CallHandler,
   ConflictException,
   type ExecutionContext,
@@ -9,8 +10,8 @@ import {
   ServiceUnavailableException,
 } from '@nestjs/common';
 import { catchError, type Observable, throwError } from 'rxjs';
-import { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
-import { LOCK_BUSY_HTTP, LOCK_UNAVAILABLE_HTTP } from '../errors/lock.messages';
+import { LockBusyError, LockKeyError, type LockKeyProblem, LockUnavailableError } from '../errors/lock.errors';
+import { LOCK_BUSY_HTTP, LOCK_KEY_INVALID_HTTP, LOCK_UNAVAILABLE_HTTP } from '../errors/lock.messages';
 
 /** Options of {@link LockInterceptor}. */
 export interface LockInterceptorOptions {
@@ -46,6 +47,15 @@ export interface LockUnavailableBody {
   resource: string;
 }
 
+/** The JSON body of a 400 answer for a request whose values make no valid lock key. */
+export interface LockKeyInvalidBody {
+  statusCode: 400;
+  error: 'Bad Request';
+  message: string;
+  /** What is wrong with the key. */
+  problem: LockKeyProblem;
+}
+
 /**
  * Gives HTTP semantics to busy locks: a `LockBusyError` thrown by the handler (by `@WithLock`
  * on it, or by any service it calls) becomes `409 Conflict` with a JSON body naming the resource
@@ -53,7 +63,10 @@ export interface LockUnavailableBody {
  * expected to release, from how long holders of the key usually keep it, else its lease (the
  * longest a crashed holder can block the key). A `LockUnavailableError` (DynamoDB failed or did not answer,
  * and no answer showed another holder) becomes `503 Service Unavailable` with `Retry-After`: the
- * request time limit, in seconds, at least 1. Other contexts (RPC, WebSocket) get the error unchanged.
+ * request time limit, in seconds, at least 1. A `LockKeyError` (the request's values make no valid
+ * key: a `@WithLock` value missing or blank, a key too long) becomes `400 Bad Request`, whose body
+ * says what is wrong without naming the class, method or template. Other errors, and other
+ * contexts (RPC, WebSocket), are left unchanged.
  *
  * @example
  * ```ts
@@ -76,6 +89,15 @@ export class LockInterceptor implements NestInterceptor {
     return next.handle().pipe(
       catchError((error: unknown) => {
         if (context.getType() !== 'http') return throwError(() => error);
+        if (error instanceof LockKeyError) {
+          const body: LockKeyInvalidBody = {
+            statusCode: 400,
+            error: 'Bad Request',
+            message: LOCK_KEY_INVALID_HTTP(error.problem),
+            problem: error.problem,
+          };
+          return throwError(() => new BadRequestException(body, { cause: error }));
+        }
         if (error instanceof LockUnavailableError) {
           retryAfter(context, error.requestTimeoutMs);
           const body: LockUnavailableBody = {

@@ -31,6 +31,8 @@ export {
   LockUnavailableError,
   LockLostError,
   LockValidationError,
+  LockKeyError,
+  type LockKeyProblem,
   LockConfigurationError,
   LockTableError,
   type LockTableProblem,

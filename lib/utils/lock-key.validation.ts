@@ -1,4 +1,4 @@
-import { LockValidationError } from '../errors/lock.errors';
+import { LockKeyError, LockValidationError } from '../errors/lock.errors';
 import {
   DATA_NOT_SERIALIZABLE,
   DATA_TOO_LARGE,
@@ -21,19 +21,19 @@ export const MAX_DATA_BYTES = 1024;
 
 /**
  * Checks a user key and returns the stored key (`keyPrefix + key`).
- * @throws LockValidationError for a non-string, empty, whitespace-only, over-long or not well-formed
- *   (lone surrogate) key.
+ * @throws LockValidationError for a non-string key; LockKeyError for an empty, whitespace-only,
+ *   over-long or not well-formed (lone surrogate) one.
  */
 export function toStoredKey(key: unknown, keyPrefix: string): string {
   if (typeof key !== 'string') throw new LockValidationError(KEY_NOT_STRING(key));
-  if (key.length === 0) throw new LockValidationError(EMPTY_KEY());
+  if (key.length === 0) throw new LockKeyError(EMPTY_KEY(), 'empty');
   // Whitespace around a key is kept (it is part of the name); a key of nothing else is an unset value.
-  if (key.trim().length === 0) throw new LockValidationError(KEY_BLANK(key));
+  if (key.trim().length === 0) throw new LockKeyError(KEY_BLANK(key), 'blank');
   const stored = keyPrefix + key;
   // A lone surrogate becomes U+FFFD in UTF-8: two different keys would share one lock.
-  if (!stored.isWellFormed()) throw new LockValidationError(KEY_NOT_WELL_FORMED(stored));
+  if (!stored.isWellFormed()) throw new LockKeyError(KEY_NOT_WELL_FORMED(stored), 'not-well-formed');
   const bytes = Buffer.byteLength(stored, 'utf8');
-  if (bytes > MAX_KEY_BYTES) throw new LockValidationError(KEY_TOO_LONG(stored, bytes, MAX_KEY_BYTES));
+  if (bytes > MAX_KEY_BYTES) throw new LockKeyError(KEY_TOO_LONG(stored, bytes, MAX_KEY_BYTES), 'too-long');
   return stored;
 }
 

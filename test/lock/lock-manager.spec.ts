@@ -1,7 +1,7 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockBusyError, LockLostError, LockUnavailableError, LockValidationError, type Lock } from '../../lib';
+import { LockBusyError, LockKeyError, LockLostError, LockUnavailableError, LockValidationError, type Lock } from '../../lib';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { countRequests } from '../support/request-counter';
@@ -510,6 +510,22 @@ describeEachServer('LockManager', (server) => {
       expect(error).toBeInstanceOf(LockValidationError);
       expect(error.message).toMatch(message);
       expect(counter.total()).toBe(0);
+    });
+
+    it('tells a bad key apart from other bad input: a LockKeyError with its problem (a non-string key is a programming error)', async () => {
+      const manager = fixture.manager();
+      for (const [key, problem] of [
+        ['', 'empty'],
+        [' \t', 'blank'],
+        ['é'.repeat(1_025), 'too-long'],
+        ['a\uD800b', 'not-well-formed'],
+      ]) {
+        const error = await rejectionOf(manager.acquire(key));
+        expect(error).toBeInstanceOf(LockKeyError);
+        expect((error as LockKeyError).problem).toBe(problem);
+      }
+      expect(await rejectionOf(manager.acquire(42 as unknown as string))).not.toBeInstanceOf(LockKeyError);
+      expect(await rejectionOf(manager.acquire('k', { wait: 'forever' }))).not.toBeInstanceOf(LockKeyError);
     });
 
     it('rejects unknown option names of acquire(), tryAcquire() and withLock() with the closest name, before any request', async () => {

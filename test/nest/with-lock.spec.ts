@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
+  Body,
   Controller,
   type DynamicModule,
   Get,
@@ -21,6 +22,7 @@ import {
   LockBusyError,
   LockConfigurationError,
   LockInterceptor,
+  type LockKeyInvalidBody,
   LockKeyTemplate,
   LockService,
   LockValidationError,
@@ -132,6 +134,12 @@ class InvoiceController {
   @WithLock('invoice-<0>', { wait: false })
   async payExposed(@Param('id') id: string) {
     return { result: await this.invoices.pay(id, 300) };
+  }
+
+  /** The key comes from the request body: a body without the customer makes no key. */
+  @Post('orders')
+  async order(@Body() order: { customer: { id: number } }) {
+    return { token: await this.invoices.order(order) };
   }
 
   @Get(':id/scoped')
@@ -339,6 +347,37 @@ describeEachServer('@WithLock', (server) => {
       expect(body).toMatchObject({ statusCode: 409, resource: 'invoice-H2', holder: 'decorated', fencingToken: expect.any(Number) });
       expect(body.message).toMatch(/^Lock "invoice-H2" is held by "decorated" \(fencing token \d+\)/);
       expect((await slow).status).toBe(201);
+    });
+
+    it("answers 400, naming neither class nor template, when the request's values make no key, and locks nothing", async () => {
+      const post = (path: string, body?: unknown) =>
+        fetch(`${baseUrl}${path}`, {
+          method: 'POST',
+          ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+        });
+      const paidBefore = app.get(InvoiceService).seen.length;
+      const cases: [Response, string][] = [
+        [await post('/invoices/%20%20/pay'), 'blank'],
+        [await post(`/invoices/${'x'.repeat(2_100)}/pay`), 'too-long'],
+        [await post('/invoices/orders', { customer: {} }), 'missing'],
+        [await post('/invoices/orders', { customer: { id: { nested: 1 } } }), 'object'],
+      ];
+      for (const [response, problem] of cases) {
+        expect(response.status).toBe(400);
+        const body = (await response.json()) as LockKeyInvalidBody;
+        expect(body).toEqual({
+          statusCode: 400,
+          error: 'Bad Request',
+          problem,
+          message: expect.stringMatching(/^This request does not make a valid lock key: /),
+        });
+        expect(body.message).not.toMatch(/InvoiceService|InvoiceController|invoice-<0>|order-<0/);
+      }
+      expect(app.get(InvoiceService).seen.length).toBe(paidBefore);
+      // A valid body still gets its lock.
+      const ok = await post('/invoices/orders', { customer: { id: 5 } });
+      expect(ok.status).toBe(201);
+      expect(await ok.json()).toEqual({ token: expect.any(Number) });
     });
 
     it('leaves other errors alone', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { LockKeyTemplate, LockValidationError } from '../../lib';
+import { LockKeyError, LockKeyTemplate, LockValidationError } from '../../lib';
 
 const where = 'InvoiceService.pay';
 
@@ -139,6 +139,22 @@ describe('LockKeyTemplate', () => {
     }
     // Whitespace inside or around a value is part of it.
     expect(new LockKeyTemplate('invoice-<0>', where, 1).render([' a b '])).toBe('invoice- a b ');
+  });
+
+  it('throws a LockKeyError naming the problem for a value that makes no key, and a plain LockValidationError for a bad template', () => {
+    const template = new LockKeyTemplate('order-<0.customer.id>', where, 1);
+    for (const [id, problem] of [
+      [undefined, 'missing'],
+      ['', 'empty'],
+      ['  ', 'blank'],
+      [{ n: 1 }, 'object'],
+      [new Date(Number.NaN), 'invalid-date'],
+    ] as const) {
+      const error = errorOf(() => template.render([{ customer: { id } }]));
+      expect(error).toBeInstanceOf(LockKeyError);
+      expect((error as LockKeyError).problem).toBe(problem);
+    }
+    expect(errorOf(() => new LockKeyTemplate('order-<1>', where, 1))).not.toBeInstanceOf(LockKeyError);
   });
 
   it('names the missing property path', () => {
