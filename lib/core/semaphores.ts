@@ -161,12 +161,15 @@ export class Semaphores {
     const store = this.deps.store.semaphores;
     if (!lease || !store) return false;
     const heldMs = monotonicNow() - lease.acquiredAt;
-    this.history.recordHold(lease.storedKey, heldMs);
+    // As for a mutex: a slot whose caller had given up is given back as soon as it is held, which
+    // is not a hold of the key; its release writes none (the item keeps the last one written).
+    const usualMs = lease.quiet ? undefined : heldMs;
+    if (usualMs !== undefined) this.history.recordHold(lease.storedKey, usualMs);
     const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
     return this.keeper.serial(lease, async () => {
       let done: boolean;
       try {
-        done = await store.release(lease.storedKey, lease.token, lease.leaseMs, heldMs);
+        done = await store.release(lease.storedKey, lease.token, lease.leaseMs, usualMs);
       } catch (error) {
         events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'error', error });
         throw error;

@@ -4,7 +4,7 @@
  * tokens, fair order, takeover of silent holders on the waiter's monotonic clock, single attempts,
  * inspection and the errors of bad input before any request.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   LockBusyError,
@@ -15,6 +15,7 @@ import {
   MemoryLockStore,
   type Lock,
 } from '../../lib';
+import { SEMAPHORE_KEY_SUFFIX } from '../../lib/store/semaphore-record';
 import { countRequests } from '../support/request-counter';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
@@ -278,6 +279,43 @@ describe('semaphore [memory store]', () => {
     expect((await manager.list('no-scan')).map((info) => info.key)).toEqual(['no-scan-mutex']);
     expect(await manager.inspect('no-scan')).toMatchObject({ limit: 2 });
     await Promise.all([slot.release(), mutex.release()]);
+  });
+
+  it('a slot whose caller gave up while its grant was in flight is given back without writing its near-zero hold', async () => {
+    const store = new MemoryLockStore();
+    const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger() });
+    managers.push(manager);
+    const semaphores = store.semaphores;
+    const itemOf = () => semaphores.read(`quiet-hold${SEMAPHORE_KEY_SUFFIX}`);
+    const first = await manager.acquire('quiet-hold', { limit: 2 });
+    await sleep(300);
+    await first.release();
+    const written = (await itemOf())?.lastHoldMs;
+    expect(written).toBeGreaterThanOrEqual(250);
+    // The next grant write is answered only after its caller gave up.
+    let answer!: () => void;
+    const grant = semaphores.grant.bind(semaphores);
+    let sent = false;
+    let answered = false;
+    jest.spyOn(semaphores, 'grant').mockImplementationOnce(async (write) => {
+      sent = true;
+      await new Promise<void>((resolve) => (answer = resolve));
+      const result = await grant(write);
+      answered = true;
+      return result;
+    });
+    const controller = new AbortController();
+    const gaveUp = manager.acquire('quiet-hold', { limit: 2, signal: controller.signal }).catch((error: unknown) => error);
+    while (!sent) await sleep(1);
+    controller.abort(new Error('caller gone'));
+    expect(await gaveUp).toEqual(new Error('caller gone'));
+    answer();
+    while (!answered) await sleep(1);
+    for (let i = 0; i < 200 && (await itemOf())?.holders.length; i++) await sleep(5);
+    const item = await itemOf();
+    expect(item?.holders).toHaveLength(0);
+    // The item still shows the 300 ms hold, not the quiet slot's few milliseconds.
+    expect(item?.lastHoldMs).toBe(written);
   });
 
   semaphoreSuite('memory', () => {
