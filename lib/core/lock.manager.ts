@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { LockBusyError, LockConfigurationError, LockLostError, LockValidationError } from '../errors/lock.errors';
+import { LockBusyError, LockConfigurationError, LockKeyError, LockLostError, LockValidationError } from '../errors/lock.errors';
 import {
   LEAD_CONFLICT,
   KEY_IS_MUTEX,
@@ -197,7 +197,7 @@ export class LockManager {
     const limit = checkSemaphoreOptions(options, scope);
     const storedKey = toStoredKey(key, this.options.keyPrefix);
     if (Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8') > MAX_KEY_BYTES) {
-      throw new LockValidationError(KEY_TOO_LONG(storedKey, Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8'), MAX_KEY_BYTES));
+      throw new LockKeyError(KEY_TOO_LONG(storedKey, Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8'), MAX_KEY_BYTES), 'too-long');
     }
     if (this.queues.slot(storedKey)) throw new LockValidationError(KEY_IS_MUTEX(key));
     const nested = this.context.get(semaphoreKeyOf(storedKey), this.inScope);

@@ -11,6 +11,7 @@ import {
   LockConfigurationError,
   LockLostError,
   LockManager,
+  LockKeyError,
   LockValidationError,
   MemoryLockStore,
   type Lock,
@@ -260,6 +261,10 @@ describeEachServer('semaphore', (server) => {
     await expect(manager.acquire('bad-limit', { limit: 2, data: { a: 1 } })).rejects.toThrow(
       /"data" cannot be stored with a semaphore slot/,
     );
+    // A key that fits as a mutex but not with the semaphore's suffix: a bad key, as a mutex's would be.
+    const long = await manager.acquire('k'.repeat(2_040), { limit: 2 }).catch((error: unknown) => error);
+    expect(long).toBeInstanceOf(LockKeyError);
+    expect(long).toMatchObject({ problem: 'too-long' });
     expect(requests.total()).toBe(0);
   });
 });
