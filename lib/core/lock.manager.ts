@@ -163,7 +163,8 @@ export class LockManager {
    * @throws LockBusyError when the lock stays busy for the whole wait (or at once with `wait: false`).
    * @throws LockUnavailableError when DynamoDB failed or did not answer in time and no answer showed
    *   another holder (an outage, not contention), by the wait plus one request limit.
-   * @throws LockValidationError for a bad key, duration or data, before any request.
+   * @throws LockKeyError for a bad key (empty, blank, too long, not well-formed), and
+   *   LockValidationError for a bad duration or data, before any request.
    * @throws the signal's reason when `options.signal` aborts.
    */
   acquire(key: string, options: AcquireOptions = {}): Promise<Lock> {

@@ -1,19 +1,22 @@
-import { LockKeyError, LockValidationError } from '../errors/lock.errors';
+import { LockConfigurationError, LockKeyError, LockValidationError } from '../errors/lock.errors';
 import {
   TEMPLATE_ADJACENT_PLACEHOLDERS,
   TEMPLATE_ARGUMENT_MISSING,
   TEMPLATE_BLANK,
+  TEMPLATE_CLASS_VALUE,
   TEMPLATE_EMPTY,
   TEMPLATE_FOREIGN_PLACEHOLDER,
   TEMPLATE_MALFORMED,
   TEMPLATE_NOT_WELL_FORMED,
   TEMPLATE_PERCENT_SEPARATOR,
+  TEMPLATE_TOO_LONG,
   TEMPLATE_VALUE_BLANK,
   TEMPLATE_VALUE_EMPTY,
   TEMPLATE_VALUE_INVALID_DATE,
   TEMPLATE_VALUE_MISSING,
   TEMPLATE_VALUE_OBJECT,
 } from '../errors/lock.messages';
+import { MAX_KEY_BYTES } from '../utils/lock-key.validation';
 
 type Part = { text: string } | { arg: number; path: string[]; source: string };
 
@@ -40,17 +43,28 @@ export class LockKeyTemplate {
   private readonly escaped: Set<string>;
 
   /**
+   * The fewest UTF-8 bytes of a key made from this template: its fixed text, and a byte for each
+   * placeholder (key prefix not included).
+   */
+  readonly minBytes: number;
+
+  /**
    * @param where `Class.method`, for error messages.
    * @param parameterCount how many arguments the method declares; placeholders beyond it are rejected
    *   (not checked when unknown).
+   * @param parameterTypes the method's declared parameter types (decorator metadata), when known: a
+   *   placeholder without a property path on a class-typed parameter is rejected, since no call
+   *   could make a key of it.
    * @throws LockValidationError for a malformed or blank template, one naming a missing argument, or
    *   one written in another templating syntax (`'invoice-{0}'`, `'invoice-${id}'`, `'invoice-%s'`),
-   *   whatever the method's parameters: such text is never a placeholder, and never a useful literal.
+   *   whatever the method's parameters: such text is never a placeholder, and never a useful literal;
+   *   for fixed text too long for any key, and a class-typed value named without a property path.
    */
   constructor(
     readonly template: string,
     private readonly where: string,
     parameterCount?: number,
+    parameterTypes?: readonly unknown[],
   ) {
     if (typeof template !== 'string' || template.length === 0) throw new LockValidationError(TEMPLATE_EMPTY(where));
     if (!template.isWellFormed()) throw new LockValidationError(TEMPLATE_NOT_WELL_FORMED(where, template));
@@ -61,7 +75,12 @@ export class LockKeyTemplate {
     for (const p of placeholders) {
       if (parameterCount !== undefined && p.arg >= parameterCount)
         throw new LockValidationError(TEMPLATE_ARGUMENT_MISSING(where, template, p.source, parameterCount));
+      const type = parameterTypes?.[p.arg];
+      if (p.path.length === 0 && isClassType(type))
+        throw new LockValidationError(TEMPLATE_CLASS_VALUE(where, template, p.source, type.name));
     }
+    this.minBytes = this.parts.reduce((bytes, part) => bytes + ('text' in part ? Buffer.byteLength(part.text, 'utf8') : 1), 0);
+    if (this.minBytes > MAX_KEY_BYTES) throw new LockValidationError(TEMPLATE_TOO_LONG(where, template, '', this.minBytes, MAX_KEY_BYTES));
     const separators: string[] = [];
     this.parts.forEach((part, i) => {
       const prev = this.parts[i - 1];
@@ -72,6 +91,16 @@ export class LockKeyTemplate {
       throw new LockValidationError(TEMPLATE_PERCENT_SEPARATOR(where, template));
     }
     this.escaped = placeholders.length > 1 ? new Set(['%', ...separators.join('')]) : new Set();
+  }
+
+  /**
+   * Checks the template against the key prefix its keys are stored with.
+   * @throws LockConfigurationError when every key from it would be too long with `keyPrefix`.
+   */
+  checkPrefix(keyPrefix: string): void {
+    const bytes = Buffer.byteLength(keyPrefix, 'utf8') + this.minBytes;
+    if (bytes > MAX_KEY_BYTES)
+      throw new LockConfigurationError(TEMPLATE_TOO_LONG(this.where, this.template, keyPrefix, bytes, MAX_KEY_BYTES));
   }
 
   /** Whether the template has placeholders (a fixed key otherwise). */
@@ -166,6 +195,14 @@ function rejectForeignPlaceholders(parts: readonly Part[], template: string, whe
   const sources = found.map((match) => match[0]);
   throw new LockValidationError(TEMPLATE_FOREIGN_PLACEHOLDER(where, template, sources, fixed, constantKey));
 }
+
+/** Whether a declared parameter type is a class: its values are objects, never text or numbers. */
+function isClassType(type: unknown): type is { name: string } {
+  return typeof type === 'function' && !PRIMITIVE_TYPES.has(type);
+}
+
+/** Declared types whose values can be text, numbers or Dates (`Object`: an interface, a union, an alias, `any`). */
+const PRIMITIVE_TYPES = new Set<unknown>([String, Number, Boolean, BigInt, Date, Object]);
 
 function percentEncode(ch: string): string {
   return [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');

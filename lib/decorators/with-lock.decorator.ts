@@ -1,6 +1,6 @@
 import { isObservable, Observable } from 'rxjs';
 import type { Lock } from '../core/lock';
-import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
+import { LockBusyError, LockConfigurationError, LockKeyError, LockValidationError } from '../errors/lock.errors';
 import {
   LOCK_SERVICE_MISSING,
   STATIC_METHOD,
@@ -14,7 +14,7 @@ import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/clock';
 import { internalsOf } from '../core/lock.internals';
 import { copyMetadata } from './copy-metadata';
-import { injectLockService, LOCK_SERVICE_PROPERTY, WITH_LOCK_METHODS } from './lock-service.injection';
+import { injectLockService, LOCK_SERVICE_PROPERTY, WITH_LOCK_KEY, WITH_LOCK_METHODS } from './lock-service.injection';
 import { hasRestParameter } from './rest-parameter';
 import { LockKeyTemplate } from './lock-key.template';
 import { planOf, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.plan';
@@ -79,7 +79,11 @@ export type SkippingWithLockDecorator = <T extends LockableMethod>(
  * async report() { ... }
  * ```
  * @throws LockValidationError at class definition for a malformed template or one naming a missing
- *   argument, bad options, or a method declared to return neither a Promise nor an Observable.
+ *   argument, fixed text too long for any key, a class-typed argument named without a property
+ *   path, bad options, or a method declared to return neither a Promise nor an Observable.
+ *   A call whose values make no key rejects with a `LockKeyError` (400 through `LockInterceptor`);
+ *   a template whose keys are too long with the module's `keyPrefix` fails the boot
+ *   (`LockConfigurationError`).
  */
 export function WithLock(template: string, options: WithLockOptions & { onBusy: 'skip' }): SkippingWithLockDecorator;
 export function WithLock(template: string, options?: WithLockOptions): WithLockDecorator;
@@ -94,7 +98,8 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     // `Function.length` stops at a default or rest parameter.
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     // A rest parameter takes any number of arguments, which the metadata counts as one.
-    const keyTemplate = new LockKeyTemplate(template, where, hasRestParameter(original) ? undefined : paramTypes?.length);
+    const declared = hasRestParameter(original) ? undefined : paramTypes;
+    const keyTemplate = new LockKeyTemplate(template, where, declared?.length, declared);
     const plan = planOf(options, where);
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
     const returnsObservable = isObservableType(returnType);
@@ -126,8 +131,9 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     }[propertyKey as string];
     Object.defineProperty(wrapper, 'length', { value: original.length });
     copyMetadata(original, wrapper);
-    // Read at boot, to fit `holdAtLeast` to the method's schedule.
+    // Read at boot, to fit `holdAtLeast` to the method's schedule and check the key prefix.
     Reflect.defineMetadata(WITH_LOCK_PLAN, plan, wrapper);
+    Reflect.defineMetadata(WITH_LOCK_KEY, keyTemplate, wrapper);
     descriptor.value = wrapper as unknown as T;
 
     injectLockService(target);
@@ -157,6 +163,8 @@ async function runLocked(
   try {
     lock = await service.acquire(key, { ...plan.acquire, data, signal });
   } catch (error) {
+    // Too long whatever the values (a request-scoped class, not checked at boot): the app's error.
+    if (error instanceof LockKeyError && error.problem === 'too-long') template.checkPrefix(service.options.keyPrefix);
     if (plan.skip && error instanceof LockBusyError) {
       plan.skips.skipped(service.options.logger, key, error.holder?.owner);
       return { value: undefined };

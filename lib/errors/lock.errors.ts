@@ -97,13 +97,22 @@ export class LockLostError extends DynamoLockError {
 /** Thrown before any request is sent when an argument is invalid: key, duration, data, template. */
 export class LockValidationError extends DynamoLockError {}
 
-/** What is wrong with a lock key built for one call (see {@link LockKeyError}). */
+/**
+ * What is wrong with a lock key built for one call (see {@link LockKeyError}):
+ * - `missing`: a `@WithLock` value is `null` or `undefined`;
+ * - `empty`: the key, or a value, is an empty string;
+ * - `blank`: the key, or a value, is only whitespace;
+ * - `object`: a value is an object named without a property path;
+ * - `invalid-date`: a value is an invalid `Date`;
+ * - `not-well-formed`: the key has a lone UTF-16 surrogate;
+ * - `too-long`: the key (with `keyPrefix`) is over 2,048 UTF-8 bytes.
+ */
 export type LockKeyProblem = 'missing' | 'empty' | 'blank' | 'object' | 'invalid-date' | 'not-well-formed' | 'too-long';
 
 /**
  * Thrown when the key of one call is not a valid lock key: a value a `@WithLock` template is
  * built from is missing, empty, only whitespace, an object or an invalid Date, or the key is
- * blank, too long or not well-formed text. Such keys usually come from request values, so
+ * empty, blank, too long or not well-formed text. Such keys usually come from request values, so
  * `LockInterceptor` answers this error with `400 Bad Request`; every other `LockValidationError`
  * is a programming error.
  */

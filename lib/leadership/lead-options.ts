@@ -1,5 +1,5 @@
 import type { Lock } from '../core/lock';
-import { type LockLostError, LockValidationError } from '../errors/lock.errors';
+import { LockKeyError, type LockLostError, LockValidationError } from '../errors/lock.errors';
 import { CALL_OPTION_INVALID, LEAD_OPTION_INVALID, LEAD_WATCH_ABOVE_LEASE } from '../errors/lock.messages';
 import { unknownOptionMessage } from '../utils/closest-name';
 import { type Duration, parseDuration, parseLease } from '../utils/duration';
@@ -58,7 +58,12 @@ export interface LeadSettings {
  * @throws LockValidationError naming the bad name or option.
  */
 export function resolveLeadOptions(name: string, options: unknown, defaults: { leaseMs: number; keyPrefix: string }): LeadSettings {
-  toStoredKey(name, defaults.keyPrefix);
+  try {
+    toStoredKey(name, defaults.keyPrefix);
+  } catch (error) {
+    // A leadership name comes from code or configuration, never from a request's values.
+    throw error instanceof LockKeyError ? new LockValidationError(error.message) : error;
+  }
   if (options === undefined) options = {};
   if (options === null || typeof options !== 'object')
     throw new LockValidationError(CALL_OPTION_INVALID('lead()', 'options', 'an object', options));

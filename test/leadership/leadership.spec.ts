@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Leadership, type LockEvent, type LockLostError, LockValidationError } from '../../lib';
+import { type Leadership, type LockEvent, LockKeyError, type LockLostError, LockValidationError } from '../../lib';
 import { firstRoundOf } from '../../lib/leadership/leadership';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
@@ -223,6 +223,18 @@ describeEachServer('lead()', (server) => {
       const call = () => manager.lead(name as string, options as object);
       expect(call).toThrow(LockValidationError);
       expect(call).toThrow(message);
+    }
+    // A name is the app's own (code or configuration), never a request's: not a LockKeyError (no 400).
+    for (const name of ['', ' ', 'n'.repeat(2_049)]) {
+      const error = (() => {
+        try {
+          manager.lead(name);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(LockValidationError);
+      expect(error).not.toBeInstanceOf(LockKeyError);
     }
     const one = manager.lead('shared', { leaseDuration: '10s' });
     expect(manager.lead('shared')).toBe(one);

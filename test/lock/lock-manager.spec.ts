@@ -524,8 +524,13 @@ describeEachServer('LockManager', (server) => {
         expect(error).toBeInstanceOf(LockKeyError);
         expect((error as LockKeyError).problem).toBe(problem);
       }
-      expect(await rejectionOf(manager.acquire(42 as unknown as string))).not.toBeInstanceOf(LockKeyError);
-      expect(await rejectionOf(manager.acquire('k', { wait: 'forever' }))).not.toBeInstanceOf(LockKeyError);
+      for (const other of [
+        await rejectionOf(manager.acquire(42 as unknown as string)),
+        await rejectionOf(manager.acquire('k', { wait: 'forever' })),
+      ]) {
+        expect(other).toBeInstanceOf(LockValidationError);
+        expect(other).not.toBeInstanceOf(LockKeyError);
+      }
     });
 
     it('rejects unknown option names of acquire(), tryAcquire() and withLock() with the closest name, before any request', async () => {

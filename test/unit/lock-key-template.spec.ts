@@ -154,7 +154,9 @@ describe('LockKeyTemplate', () => {
       expect(error).toBeInstanceOf(LockKeyError);
       expect((error as LockKeyError).problem).toBe(problem);
     }
-    expect(errorOf(() => new LockKeyTemplate('order-<1>', where, 1))).not.toBeInstanceOf(LockKeyError);
+    const definition = errorOf(() => new LockKeyTemplate('order-<1>', where, 1));
+    expect(definition).toBeInstanceOf(LockValidationError);
+    expect(definition).not.toBeInstanceOf(LockKeyError);
   });
 
   it('names the missing property path', () => {
