@@ -2,6 +2,7 @@
  * Every message the CLI shows a user, in one place: errors, notes, progress and help texts.
  * Command descriptions and examples stay next to each command's definition.
  */
+import { shownErrorName } from '../errors/lock.messages';
 import type { LockInfo } from '../interfaces/lock-info.interface';
 import { ExitCode } from './exit-codes';
 import { formatDuration, relativeTime } from './output/format-time';
@@ -218,7 +219,10 @@ export function quote(text: string): string {
 
 /** An error as `Name: message`, on one line. */
 export function errorText(error: unknown): string {
-  if (error instanceof Error) return oneLine(error.name && error.name !== 'Error' ? `${error.name}: ${error.message}` : error.message);
+  if (error instanceof Error) {
+    const name = shownErrorName(error);
+    return oneLine(name && name !== 'Error' ? `${name}: ${error.message}` : error.message);
+  }
   return oneLine(String(error));
 }
 

@@ -289,8 +289,19 @@ function truncate(text: string, max = 120): string {
 function errorText(error: unknown): string {
   if (!(error instanceof Error)) return describe(error);
   const code = (error as { code?: unknown }).code;
-  const text = error.message ? `${error.name}: ${error.message}` : error.name;
+  const name = shownErrorName(error);
+  const text = error.message ? (name ? `${name}: ${error.message}` : error.message) : error.name;
   return typeof code === 'string' && !text.includes(code) ? `${text} (${code})` : text;
+}
+
+/**
+ * The name an error is shown with: none for a socket error (`read ECONNRESET`), which the SDK
+ * names `TimeoutError` although nothing timed out; its message names the system error already.
+ */
+export function shownErrorName(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  const socketError = typeof code === 'string' && /^E[A-Z]+$/.test(code) && error.message.includes(code);
+  return socketError && error.name === 'TimeoutError' ? '' : error.name;
 }
 
 // ---- @WithLock templates and wiring ----

@@ -558,8 +558,25 @@ describeEachServer('dynamo-lock CLI', (server) => {
       expectExit(result!, 4);
       expect(lines(result!.stderr)).toEqual([expect.stringMatching(/^dynamo-lock: /)]);
       expect(result!.stderr).not.toContain('led by');
+      // A reset connection is not a time-out, whatever the SDK names it.
+      expect(result!.stderr).not.toContain('TimeoutError');
       expect(proxy.requests).toBeGreaterThan(startup);
       expect(existsSync(marker)).toBe(false);
+    });
+
+    it("says a failed election write in the CLI's words: the lock, the failure, not busy, one attempt", async () => {
+      // The campaign's first read (the item is free) passes; its write to take the term fails.
+      const { proxy, cli: failing, startup } = await failingAfterStart('lead-write', { kind: 'pass' });
+      proxy.switchAfter(startup + 1, { kind: 'reset' });
+      const result = await within(failing.start(['lead', 'lead-write', '--no-wait', '--', NODE, '-e', '']), 8_000);
+      expect(result).not.toBeNull();
+      expectExit(result!, 4);
+      expect(lines(result!.stderr)).toEqual([
+        expect.stringMatching(
+          /^dynamo-lock: lock "lead-write" could not be taken: DynamoDB failed \(.+\) and no answer showed another holder, .*not a busy lock; one attempt \(--no-wait\)\.$/,
+        ),
+      ]);
+      expect(result!.stderr).not.toContain('TimeoutError');
     });
 
     it('exits 130 on SIGINT while the campaign waits for a hung DynamoDB (once the request in flight times out)', async () => {
