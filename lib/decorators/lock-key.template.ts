@@ -3,7 +3,6 @@ import {
   TEMPLATE_ADJACENT_PLACEHOLDERS,
   TEMPLATE_ARGUMENT_MISSING,
   TEMPLATE_BLANK,
-  TEMPLATE_CLASS_VALUE,
   TEMPLATE_EMPTY,
   TEMPLATE_FOREIGN_PLACEHOLDER,
   TEMPLATE_MALFORMED,
@@ -52,19 +51,15 @@ export class LockKeyTemplate {
    * @param where `Class.method`, for error messages.
    * @param parameterCount how many arguments the method declares; placeholders beyond it are rejected
    *   (not checked when unknown).
-   * @param parameterTypes the method's declared parameter types (decorator metadata), when known: a
-   *   placeholder without a property path on a class-typed parameter is rejected, since no call
-   *   could make a key of it.
    * @throws LockValidationError for a malformed or blank template, one naming a missing argument, or
    *   one written in another templating syntax (`'invoice-{0}'`, `'invoice-${id}'`, `'invoice-%s'`),
    *   whatever the method's parameters: such text is never a placeholder, and never a useful literal;
-   *   for fixed text too long for any key, and a class-typed value named without a property path.
+   *   and for fixed text that leaves no room for a key.
    */
   constructor(
     readonly template: string,
     private readonly where: string,
     parameterCount?: number,
-    parameterTypes?: readonly unknown[],
   ) {
     if (typeof template !== 'string' || template.length === 0) throw new LockValidationError(TEMPLATE_EMPTY(where));
     if (!template.isWellFormed()) throw new LockValidationError(TEMPLATE_NOT_WELL_FORMED(where, template));
@@ -75,12 +70,10 @@ export class LockKeyTemplate {
     for (const p of placeholders) {
       if (parameterCount !== undefined && p.arg >= parameterCount)
         throw new LockValidationError(TEMPLATE_ARGUMENT_MISSING(where, template, p.source, parameterCount));
-      const type = parameterTypes?.[p.arg];
-      if (p.path.length === 0 && isClassType(type))
-        throw new LockValidationError(TEMPLATE_CLASS_VALUE(where, template, p.source, type.name));
     }
     this.minBytes = this.parts.reduce((bytes, part) => bytes + ('text' in part ? Buffer.byteLength(part.text, 'utf8') : 1), 0);
-    if (this.minBytes > MAX_KEY_BYTES) throw new LockValidationError(TEMPLATE_TOO_LONG(where, template, '', this.minBytes, MAX_KEY_BYTES));
+    if (this.minBytes > MAX_KEY_BYTES)
+      throw new LockValidationError(TEMPLATE_TOO_LONG(where, template, '', 0, this.minBytes, MAX_KEY_BYTES));
     const separators: string[] = [];
     this.parts.forEach((part, i) => {
       const prev = this.parts[i - 1];
@@ -94,13 +87,15 @@ export class LockKeyTemplate {
   }
 
   /**
-   * Checks the template against the key prefix its keys are stored with.
-   * @throws LockConfigurationError when every key from it would be too long with `keyPrefix`.
+   * Checks the template against the key prefix its keys are stored with, and the suffix of a
+   * semaphore's stored key (`suffixBytes`).
+   * @throws LockConfigurationError when every key from it would be too long with them.
    */
-  checkPrefix(keyPrefix: string): void {
-    const bytes = Buffer.byteLength(keyPrefix, 'utf8') + this.minBytes;
-    if (bytes > MAX_KEY_BYTES)
-      throw new LockConfigurationError(TEMPLATE_TOO_LONG(this.where, this.template, keyPrefix, bytes, MAX_KEY_BYTES));
+  checkPrefix(keyPrefix: string, suffixBytes = 0): void {
+    const bytes = Buffer.byteLength(keyPrefix, 'utf8') + this.minBytes + suffixBytes;
+    if (bytes > MAX_KEY_BYTES) {
+      throw new LockConfigurationError(TEMPLATE_TOO_LONG(this.where, this.template, keyPrefix, suffixBytes, bytes, MAX_KEY_BYTES));
+    }
   }
 
   /** Whether the template has placeholders (a fixed key otherwise). */
@@ -195,14 +190,6 @@ function rejectForeignPlaceholders(parts: readonly Part[], template: string, whe
   const sources = found.map((match) => match[0]);
   throw new LockValidationError(TEMPLATE_FOREIGN_PLACEHOLDER(where, template, sources, fixed, constantKey));
 }
-
-/** Whether a declared parameter type is a class: its values are objects, never text or numbers. */
-function isClassType(type: unknown): type is { name: string } {
-  return typeof type === 'function' && !PRIMITIVE_TYPES.has(type);
-}
-
-/** Declared types whose values can be text, numbers or Dates (`Object`: an interface, a union, an alias, `any`). */
-const PRIMITIVE_TYPES = new Set<unknown>([String, Number, Boolean, BigInt, Date, Object]);
 
 function percentEncode(ch: string): string {
   return [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');

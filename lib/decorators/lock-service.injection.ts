@@ -2,7 +2,6 @@ import { Inject, Optional } from '@nestjs/common';
 import { LockConfigurationError } from '../errors/lock.errors';
 import { LOCK_SERVICE_MISSING, WHEN_LEADER_SERVICE_MISSING } from '../errors/lock.messages';
 import { LockService } from '../lock.service';
-import type { LockKeyTemplate } from './lock-key.template';
 
 /** Property under which Nest injects the `LockService` into classes that use `@WithLock` or `@WhenLeader`. */
 export const LOCK_SERVICE_PROPERTY = Symbol('nestjs-dynamo-lock:lock-service');
@@ -10,8 +9,11 @@ export const LOCK_SERVICE_PROPERTY = Symbol('nestjs-dynamo-lock:lock-service');
 /** Class metadata: the names of the methods decorated with `@WithLock`. */
 export const WITH_LOCK_METHODS = 'nestjs-dynamo-lock:with-lock-methods';
 
-/** Method metadata: the key template of a method decorated with `@WithLock`. */
+/** Method metadata: the {@link KeyCheck} of a method decorated with `@WithLock`. */
 export const WITH_LOCK_KEY = 'nestjs-dynamo-lock:with-lock-key';
+
+/** Checks a `@WithLock` key template against the module's `keyPrefix` (LockConfigurationError when its keys cannot fit). */
+export type KeyCheck = (keyPrefix: string) => void;
 
 /** Class metadata: the methods decorated with `@WhenLeader` and their leaderships. */
 export const WHEN_LEADER_METHODS = 'nestjs-dynamo-lock:when-leader-methods';
@@ -60,7 +62,9 @@ function checkAtBoot(prototype: object): void {
     value: function onModuleInit(this: object, ...args: unknown[]): unknown {
       const service = lockServiceOf(this);
       if (!service) throw lockServiceMissing(this.constructor, name);
-      checkKeyPrefix(this, service.options.keyPrefix);
+      // A stand-in LockService of a test may have no options.
+      const keyPrefix: unknown = (service as Partial<LockService>).options?.keyPrefix;
+      if (typeof keyPrefix === 'string') checkKeyPrefix(this, keyPrefix);
       const next = own ?? (Reflect.get(Object.getPrototypeOf(prototype) as object, 'onModuleInit') as Method | undefined);
       return next?.apply(this, args);
     },
@@ -69,13 +73,14 @@ function checkAtBoot(prototype: object): void {
 
 /**
  * Fails the boot, naming the method, when a `@WithLock` template makes keys too long with the
- * module's `keyPrefix`, whatever the values (request-scoped classes: at their first call).
+ * module's `keyPrefix`, whatever the values. Instances Nest creates per request, and methods this
+ * check does not see (a symbol name, an override), fail at their first call instead.
  */
 function checkKeyPrefix(instance: object, keyPrefix: string): void {
   const methods = Reflect.getMetadata(WITH_LOCK_METHODS, instance.constructor) as string[] | undefined;
   for (const name of methods ?? []) {
     const method: unknown = Reflect.get(instance, name);
     if (typeof method !== 'function') continue;
-    (Reflect.getMetadata(WITH_LOCK_KEY, method) as LockKeyTemplate | undefined)?.checkPrefix(keyPrefix);
+    (Reflect.getMetadata(WITH_LOCK_KEY, method) as KeyCheck | undefined)?.(keyPrefix);
   }
 }

@@ -13,8 +13,9 @@ import type { WithLockOptions } from '../interfaces/with-lock-options.interface'
 import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/clock';
 import { internalsOf } from '../core/lock.internals';
+import { semaphoreKeyOf } from '../core/semaphores';
 import { copyMetadata } from './copy-metadata';
-import { injectLockService, LOCK_SERVICE_PROPERTY, WITH_LOCK_KEY, WITH_LOCK_METHODS } from './lock-service.injection';
+import { injectLockService, type KeyCheck, LOCK_SERVICE_PROPERTY, WITH_LOCK_KEY, WITH_LOCK_METHODS } from './lock-service.injection';
 import { hasRestParameter } from './rest-parameter';
 import { LockKeyTemplate } from './lock-key.template';
 import { planOf, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.plan';
@@ -79,8 +80,8 @@ export type SkippingWithLockDecorator = <T extends LockableMethod>(
  * async report() { ... }
  * ```
  * @throws LockValidationError at class definition for a malformed template or one naming a missing
- *   argument, fixed text too long for any key, a class-typed argument named without a property
- *   path, bad options, or a method declared to return neither a Promise nor an Observable.
+ *   argument, fixed text that leaves no room for a key, bad options, or a method declared to return
+ *   neither a Promise nor an Observable.
  *   A call whose values make no key rejects with a `LockKeyError` (400 through `LockInterceptor`);
  *   a template whose keys are too long with the module's `keyPrefix` fails the boot
  *   (`LockConfigurationError`).
@@ -98,9 +99,11 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     // `Function.length` stops at a default or rest parameter.
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     // A rest parameter takes any number of arguments, which the metadata counts as one.
-    const declared = hasRestParameter(original) ? undefined : paramTypes;
-    const keyTemplate = new LockKeyTemplate(template, where, declared?.length, declared);
+    const keyTemplate = new LockKeyTemplate(template, where, hasRestParameter(original) ? undefined : paramTypes?.length);
     const plan = planOf(options, where);
+    // A semaphore's stored key has a suffix: its keys are that much longer.
+    const suffixBytes = plan.acquire.limit === undefined ? 0 : Buffer.byteLength(semaphoreKeyOf(''), 'utf8');
+    const checkKey: KeyCheck = (keyPrefix) => keyTemplate.checkPrefix(keyPrefix, suffixBytes);
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
     const returnsObservable = isObservableType(returnType);
     // A declared result that is a known type other than a Promise or an Observable (`number`, a
@@ -117,7 +120,7 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
         const service = (this as Record<symbol, LockService | undefined>)[LOCK_SERVICE_PROPERTY];
         const run = async (signal?: AbortSignal) => {
           if (!service) throw new LockConfigurationError(LOCK_SERVICE_MISSING(this.constructor.name, String(propertyKey)));
-          return runLocked(service, this, original, args, keyTemplate, plan, signal);
+          return runLocked(service, this, original, args, keyTemplate, plan, checkKey, signal);
         };
         if (returnsObservable) return lockedObservable(run);
         // Without decorator metadata an Observable result is known only once the method ran: the
@@ -133,7 +136,7 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     copyMetadata(original, wrapper);
     // Read at boot, to fit `holdAtLeast` to the method's schedule and check the key prefix.
     Reflect.defineMetadata(WITH_LOCK_PLAN, plan, wrapper);
-    Reflect.defineMetadata(WITH_LOCK_KEY, keyTemplate, wrapper);
+    Reflect.defineMetadata(WITH_LOCK_KEY, checkKey, wrapper);
     descriptor.value = wrapper as unknown as T;
 
     injectLockService(target);
@@ -155,6 +158,7 @@ async function runLocked(
   args: unknown[],
   template: LockKeyTemplate,
   plan: WithLockPlan,
+  checkKey: KeyCheck,
   signal?: AbortSignal,
 ): Promise<Outcome> {
   const key = template.render(args);
@@ -163,8 +167,8 @@ async function runLocked(
   try {
     lock = await service.acquire(key, { ...plan.acquire, data, signal });
   } catch (error) {
-    // Too long whatever the values (a request-scoped class, not checked at boot): the app's error.
-    if (error instanceof LockKeyError && error.problem === 'too-long') template.checkPrefix(service.options.keyPrefix);
+    // Too long whatever the values (where the boot check did not see the method): the app's error.
+    if (error instanceof LockKeyError && error.problem === 'too-long') checkKey(service.options.keyPrefix);
     if (plan.skip && error instanceof LockBusyError) {
       plan.skips.skipped(service.options.logger, key, error.holder?.owner);
       return { value: undefined };

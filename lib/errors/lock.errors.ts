@@ -105,7 +105,7 @@ export class LockValidationError extends DynamoLockError {}
  * - `object`: a value is an object named without a property path;
  * - `invalid-date`: a value is an invalid `Date`;
  * - `not-well-formed`: the key has a lone UTF-16 surrogate;
- * - `too-long`: the key (with `keyPrefix`) is over 2,048 UTF-8 bytes.
+ * - `too-long`: the key (with `keyPrefix`, and a semaphore's suffix) is over 2,048 UTF-8 bytes.
  */
 export type LockKeyProblem = 'missing' | 'empty' | 'blank' | 'object' | 'invalid-date' | 'not-well-formed' | 'too-long';
 

@@ -334,12 +334,9 @@ export const TEMPLATE_VALUE_MISSING = (where: string, template: string, placehol
 export const TEMPLATE_VALUE_OBJECT = (where: string, template: string, placeholder: string) =>
   `@WithLock('${template}') on ${where}: ${placeholder} is an object; name one of its properties, e.g. ${placeholder.replace('>', '.id>')}.`;
 
-export const TEMPLATE_CLASS_VALUE = (where: string, template: string, placeholder: string, type: string) =>
-  `@WithLock('${template}') on ${where}: ${placeholder} is a ${type}, an object, which makes no key; name one of its properties, e.g. ${placeholder.replace('>', '.id>')}.`;
-
-/** `keyPrefix`: the module's, when the template fits alone but not with it. */
-export const TEMPLATE_TOO_LONG = (where: string, template: string, keyPrefix: string, bytes: number, max: number) =>
-  `@WithLock('${truncate(template)}') on ${where}: every key it makes is at least ${bytes} bytes in UTF-8${keyPrefix ? ` with keyPrefix ${describe(keyPrefix)}` : ''}; DynamoDB allows at most ${max} bytes in a partition key. Use shorter fixed text${keyPrefix ? ' or a shorter keyPrefix' : ''}.`;
+/** `keyPrefix`: the module's; `suffixBytes`: a semaphore's stored-key suffix (`limit` set), else 0. */
+export const TEMPLATE_TOO_LONG = (where: string, template: string, keyPrefix: string, suffixBytes: number, bytes: number, max: number) =>
+  `@WithLock('${truncate(template)}') on ${where}: every key it makes is at least ${bytes} bytes in UTF-8${keyPrefix ? ` with keyPrefix ${describe(keyPrefix)}` : ''}${suffixBytes ? `${keyPrefix ? ' and' : ' with'} the ${suffixBytes}-byte suffix of a semaphore's key (limit set)` : ''}; DynamoDB allows at most ${max} bytes in a partition key. Use shorter fixed text${keyPrefix ? ' or a shorter keyPrefix' : ''}.`;
 
 export const TEMPLATE_VALUE_EMPTY = (where: string, template: string, placeholder: string) =>
   `@WithLock('${template}') on ${where}: ${placeholder} is an empty string in this call, so the key would not identify anything.`;

@@ -62,7 +62,7 @@ export function resolveLeadOptions(name: string, options: unknown, defaults: { l
     toStoredKey(name, defaults.keyPrefix);
   } catch (error) {
     // A leadership name comes from code or configuration, never from a request's values.
-    throw error instanceof LockKeyError ? new LockValidationError(error.message) : error;
+    throw error instanceof LockKeyError ? new LockValidationError(error.message, { cause: error }) : error;
   }
   if (options === undefined) options = {};
   if (options === null || typeof options !== 'object')

@@ -22,7 +22,6 @@ import {
   LockBusyError,
   LockConfigurationError,
   LockInterceptor,
-  LockKeyError,
   type LockKeyInvalidBody,
   type LockKeyProblem,
   LockKeyTemplate,
@@ -357,6 +356,7 @@ describeEachServer('@WithLock', (server) => {
           method: 'POST',
           ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
         });
+      const paidBefore = app.get(InvoiceService).seen.length;
       const cases: [Response, LockKeyProblem, string][] = [
         [await post('/invoices/%20%20/pay'), 'blank', 'a value it is built from is only whitespace'],
         [await post(`/invoices/${'x'.repeat(2_100)}/pay`), 'too-long', 'it would be too long'],
@@ -376,6 +376,8 @@ describeEachServer('@WithLock', (server) => {
           message: `This request does not make a valid lock key: ${reason}. Check the request's values.`,
         } satisfies LockKeyInvalidBody);
       }
+      // No locked method ran.
+      expect(app.get(InvoiceService).seen.length).toBe(paidBefore);
       // A valid body still gets its lock.
       const ok = await post('/invoices/orders', { customer: { id: 5 } });
       expect(ok.status).toBe(201);
@@ -421,50 +423,38 @@ describe('@WithLock at start-up', () => {
     expect((error as Error).message).toMatch(/^@WithLock\('invoice-<1>'\) on Broken\.pay: <1> names an argument the method does not have/);
   });
 
-  it('rejects, when the class is defined, fixed text too long for any key and a class-typed argument named without a property path', () => {
+  it('rejects, when the class is defined, fixed text that leaves no room for a key', () => {
     expect(() => {
       class Broken {
-        @WithLock(`${'x'.repeat(2_048)}-<0>`)
+        @WithLock(`${'x'.repeat(2_047)}-<0>`)
         async pay(id: string) {
           return id;
         }
       }
       void Broken;
-    }).toThrow(/^@WithLock\('x{100}.*'\) on Broken\.pay: every key it makes is at least 2050 bytes in UTF-8; DynamoDB allows at most 2048/);
-    class OrderDto {
-      id = 1;
-    }
-    const classValue = (() => {
-      try {
-        class Orders {
-          @WithLock('order-<0>')
-          async place(order: OrderDto) {
-            return order.id;
-          }
-        }
-        void Orders;
-      } catch (error) {
-        return error;
-      }
-    })();
-    expect(classValue).toBeInstanceOf(LockValidationError);
-    expect(classValue).not.toBeInstanceOf(LockKeyError);
-    expect((classValue as Error).message).toBe(
-      "@WithLock('order-<0>') on Orders.place: <0> is a OrderDto, an object, which makes no key; name one of its properties, e.g. <0.id>.",
-    );
-    // With a property path, or a parameter typed as text, a number or an interface, it is fine.
+    }).toThrow(/^@WithLock\('x{100}.*'\) on Broken\.pay: every key it makes is at least 2049 bytes in UTF-8; DynamoDB allows at most 2048/);
     expect(() => {
-      class Orders {
-        @WithLock('order-<0.id>-<1>-<2>')
-        async place(order: OrderDto, line: number, note: { text: string }) {
-          return [order, line, note];
+      class Fits {
+        @WithLock(`${'x'.repeat(2_046)}-<0>`)
+        async pay(id: string) {
+          return id;
         }
       }
-      void Orders;
+      void Fits;
     }).not.toThrow();
   });
 
-  it('fails the boot, naming the method, when a template makes every key too long with keyPrefix; a request-scoped class at its call, as a 500', async () => {
+  it('fails the boot, naming the method, when a template makes every key too long with keyPrefix (or a semaphore suffix); a request-scoped class at its call, as a logged 500', async () => {
+    const bootError = async (provider: new (...args: never[]) => unknown) => {
+      const moduleRef = await Test.createTestingModule({
+        imports: [DynamoLockModule.forTesting({ keyPrefix: 'p'.repeat(60) })],
+        providers: [provider],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      const error = await app.init().catch((e: unknown) => e);
+      await app.close();
+      return error;
+    };
     @Injectable()
     class Reports {
       @WithLock(`${'r'.repeat(2_000)}-<0>`)
@@ -472,18 +462,26 @@ describe('@WithLock at start-up', () => {
         return id;
       }
     }
-    const boot = await Test.createTestingModule({
-      imports: [DynamoLockModule.forTesting({ keyPrefix: 'p'.repeat(60) })],
-      providers: [Reports],
-    }).compile();
-    const app = boot.createNestApplication({ logger: false });
-    const error = await app.init().catch((e: unknown) => e);
+    const error = await bootError(Reports);
     expect(error).toBeInstanceOf(LockConfigurationError);
     expect((error as Error).message).toMatch(
       /^@WithLock\('r{100}.*'\) on Reports\.run: every key it makes is at least 2062 bytes in UTF-8 with keyPrefix "p{60}"; .* Use shorter fixed text or a shorter keyPrefix\.$/,
     );
-    await app.close();
+    // Fits as a mutex with the prefix (2,047 bytes at least), not as a semaphore (10 bytes more).
+    @Injectable()
+    class Pool {
+      @WithLock(`${'s'.repeat(1_985)}-<0>`, { limit: 2 })
+      async run(id: string) {
+        return id;
+      }
+    }
+    const semaphore = await bootError(Pool);
+    expect(semaphore).toBeInstanceOf(LockConfigurationError);
+    expect((semaphore as Error).message).toMatch(
+      /^@WithLock\('s{100}.*'\) on Pool\.run: every key it makes is at least 2057 bytes .* and the 10-byte suffix/,
+    );
 
+    const logged: string[] = [];
     @Controller({ path: 'reports', scope: Scope.REQUEST })
     @UseInterceptors(LockInterceptor)
     class ReportController {
@@ -497,12 +495,30 @@ describe('@WithLock at start-up', () => {
       imports: [DynamoLockModule.forTesting({ keyPrefix: 'p'.repeat(60) })],
       controllers: [ReportController],
     }).compile();
-    const web = scoped.createNestApplication({ logger: false });
+    const web = scoped.createNestApplication({
+      logger: { log() {}, warn() {}, debug() {}, verbose() {}, error: (message: unknown) => void logged.push(String(message)) },
+    });
     await web.listen(0, '127.0.0.1');
     const url = (await web.getUrl()).replace('[::1]', '127.0.0.1');
-    // Not the request's fault: a server error (logged by Nest), not a 400.
+    // Not the request's fault: a server error that Nest logs, not a silent 400.
     expect((await fetch(`${url}/reports/7`, { method: 'POST' })).status).toBe(500);
+    expect(logged.join('\n')).toMatch(/on ReportController\.run: every key it makes is at least 2062 bytes/);
     await web.close();
+  });
+
+  it('boots with a stand-in LockService that has no options (a unit test of a decorated class)', async () => {
+    @Injectable()
+    class Reports {
+      @WithLock('report-<0>')
+      async run(id: string) {
+        return id;
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      providers: [Reports, { provide: LockService, useValue: { acquire: () => Promise.reject(new Error('not in this test')) } }],
+    }).compile();
+    await expect(moduleRef.init()).resolves.toBeDefined();
+    await moduleRef.close();
   });
 
   it('rejects a malformed template when the class is defined', () => {
