@@ -217,10 +217,12 @@ export function quote(text: string): string {
   return JSON.stringify(text);
 }
 
-/** An error as `Name: message`, on one line. */
+/** An error as `Name: message` (a broken connection: `message (code)`), on one line. */
 export function errorText(error: unknown): string {
   if (error instanceof Error) {
     const name = shownErrorName(error);
+    const code = (error as { code?: unknown }).code;
+    if (!name && typeof code === 'string' && !error.message.includes(code)) return oneLine(`${error.message} (${code})`);
     return oneLine(name && name !== 'Error' ? `${name}: ${error.message}` : error.message);
   }
   return oneLine(String(error));

@@ -83,7 +83,8 @@ export type SkippingWithLockDecorator = <T extends LockableMethod>(
  *   argument, fixed text that leaves no room for a key, bad options, or a method declared to return
  *   neither a Promise nor an Observable.
  *   A call whose values make no key rejects with a `LockKeyError` (400 through `LockInterceptor`);
- *   a template whose keys are too long with the module's `keyPrefix` fails the boot
+ *   a template whose keys are too long with the module's `keyPrefix` (and a semaphore's key
+ *   suffix) fails the boot, or the first call where the boot cannot see the method
  *   (`LockConfigurationError`).
  */
 export function WithLock(template: string, options: WithLockOptions & { onBusy: 'skip' }): SkippingWithLockDecorator;
@@ -168,7 +169,7 @@ async function runLocked(
     lock = await service.acquire(key, { ...plan.acquire, data, signal });
   } catch (error) {
     // Too long whatever the values (where the boot check did not see the method): the app's error.
-    if (error instanceof LockKeyError && error.problem === 'too-long') checkKey(service.options.keyPrefix);
+    if (error instanceof LockKeyError && error.problem === 'too-long') checkKey(service.options?.keyPrefix ?? '');
     if (plan.skip && error instanceof LockBusyError) {
       plan.skips.skipped(service.options.logger, key, error.holder?.owner);
       return { value: undefined };

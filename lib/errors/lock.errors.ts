@@ -125,6 +125,15 @@ export class LockKeyError extends LockValidationError {
   }
 }
 
+/**
+ * Whether `error` is a connection the peer broke (ECONNRESET, EPIPE: a reset, a "socket hang up"),
+ * which the AWS SDK names `TimeoutError` although nothing timed out.
+ */
+export function isBrokenConnection(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return error instanceof Error && error.name === 'TimeoutError' && (code === 'ECONNRESET' || code === 'EPIPE');
+}
+
 /** Thrown at start-up when the module options or the lock table are wrong. */
 export class LockConfigurationError extends DynamoLockError {}
 

@@ -4,7 +4,7 @@
  */
 
 import type { EndpointInfo, EndpointSource } from '../store/dynamo-endpoint';
-import type { LockKeyProblem } from './lock.errors';
+import { isBrokenConnection, type LockKeyProblem } from './lock.errors';
 
 const DURATION_FORMS = `milliseconds as a number (30000) or a string such as '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d'`;
 
@@ -294,14 +294,9 @@ function errorText(error: unknown): string {
   return typeof code === 'string' && !text.includes(code) ? `${text} (${code})` : text;
 }
 
-/**
- * The name an error is shown with: none for a socket error (`read ECONNRESET`), which the SDK
- * names `TimeoutError` although nothing timed out; its message names the system error already.
- */
+/** The name an error is shown with: none for a broken connection the SDK names `TimeoutError` (its code tells what it is). */
 export function shownErrorName(error: Error): string {
-  const code = (error as { code?: unknown }).code;
-  const socketError = typeof code === 'string' && /^E[A-Z]+$/.test(code) && error.message.includes(code);
-  return socketError && error.name === 'TimeoutError' ? '' : error.name;
+  return isBrokenConnection(error) ? '' : error.name;
 }
 
 // ---- @WithLock templates and wiring ----

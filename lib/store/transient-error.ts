@@ -1,3 +1,5 @@
+import { isBrokenConnection } from '../errors/lock.errors';
+
 /** Throttling errors: DynamoDB answered, asking to slow down. */
 const THROTTLING_NAMES = new Set(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded']);
 /** No answer within a time limit (the SDK's, or the store's request limit). */
@@ -62,6 +64,7 @@ export function transientKind(error: unknown): 'throttled' | 'timed-out' | 'fail
   const shape = (typeof error === 'object' && error !== null ? error : {}) as ErrorShape;
   const name = typeof shape.name === 'string' ? shape.name : '';
   if (THROTTLING_NAMES.has(name)) return 'throttled';
+  if (isBrokenConnection(error)) return 'failed';
   if (TIMEOUT_NAMES.has(name) || name === 'AbortError' || shape.code === 'ETIMEDOUT') return 'timed-out';
   return 'failed';
 }
