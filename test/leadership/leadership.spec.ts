@@ -235,6 +235,7 @@ describeEachServer('lead()', (server) => {
       })();
       expect(error).toBeInstanceOf(LockValidationError);
       expect(error).not.toBeInstanceOf(LockKeyError);
+      expect((error as Error).cause).toBeInstanceOf(LockKeyError);
     }
     const one = manager.lead('shared', { leaseDuration: '10s' });
     expect(manager.lead('shared')).toBe(one);

@@ -487,6 +487,13 @@ describe('@WithLock at start-up', () => {
       async run(@Param('id') id: string) {
         return id;
       }
+
+      /** Fits as a mutex key with the prefix, not as a semaphore's. */
+      @Post('pool/:id')
+      @WithLock(`${'s'.repeat(1_985)}-<0>`, { limit: 2 })
+      async pool(@Param('id') id: string) {
+        return id;
+      }
     }
     const scoped = await Test.createTestingModule({
       imports: [DynamoLockModule.forTesting({ keyPrefix: 'p'.repeat(60) })],
@@ -500,6 +507,8 @@ describe('@WithLock at start-up', () => {
     // Not the request's fault: a server error that Nest logs, not a silent 400.
     expect((await fetch(`${url}/reports/7`, { method: 'POST' })).status).toBe(500);
     expect(logged.join('\n')).toMatch(/on ReportController\.run: every key it makes is at least 2062 bytes/);
+    expect((await fetch(`${url}/reports/pool/7`, { method: 'POST' })).status).toBe(500);
+    expect(logged.join('\n')).toMatch(/on ReportController\.pool: every key it makes is at least 2057 bytes .* and the 10-byte suffix/);
     await web.close();
   });
 
