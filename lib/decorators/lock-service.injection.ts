@@ -6,7 +6,7 @@ import { LockService } from '../lock.service';
 /** Property under which Nest injects the `LockService` into classes that use `@WithLock` or `@WhenLeader`. */
 export const LOCK_SERVICE_PROPERTY = Symbol('nestjs-dynamo-lock:lock-service');
 
-/** Class metadata: the names of the methods decorated with `@WithLock`. */
+/** Class metadata: the names (strings or symbols) of the methods decorated with `@WithLock`. */
 export const WITH_LOCK_METHODS = 'nestjs-dynamo-lock:with-lock-methods';
 
 /** Method metadata: the {@link KeyCheck} of a method decorated with `@WithLock`. */
@@ -30,10 +30,11 @@ export function lockServiceOf(instance: object): LockService | undefined {
  * its first decorated method (and the decorator).
  */
 export function lockServiceMissing(ctor: object & { name: string }, fallbackName = ''): LockConfigurationError {
-  const locked = Reflect.getMetadata(WITH_LOCK_METHODS, ctor) as string[] | undefined;
+  const locked = Reflect.getMetadata(WITH_LOCK_METHODS, ctor) as PropertyKey[] | undefined;
   const led = Reflect.getMetadata(WHEN_LEADER_METHODS, ctor) as { method: string }[] | undefined;
   const className = ctor.name || fallbackName;
-  if (locked?.length || !led?.length) return new LockConfigurationError(LOCK_SERVICE_MISSING(className, locked?.[0]));
+  if (locked?.length || !led?.length)
+    return new LockConfigurationError(LOCK_SERVICE_MISSING(className, locked?.length ? String(locked[0]) : undefined));
   return new LockConfigurationError(WHEN_LEADER_SERVICE_MISSING(className, led[0].method));
 }
 
@@ -73,11 +74,11 @@ function checkAtBoot(prototype: object): void {
 
 /**
  * Fails the boot, naming the method, when a `@WithLock` template makes keys too long with the
- * module's `keyPrefix`, whatever the values. Instances Nest creates per request, and methods this
- * check does not see (a symbol name, an override), fail at their first call instead.
+ * module's `keyPrefix`, whatever the values. Instances Nest creates per request, and overrides
+ * this check does not see, fail at their first call instead.
  */
 function checkKeyPrefix(instance: object, keyPrefix: string): void {
-  const methods = Reflect.getMetadata(WITH_LOCK_METHODS, instance.constructor) as string[] | undefined;
+  const methods = Reflect.getMetadata(WITH_LOCK_METHODS, instance.constructor) as PropertyKey[] | undefined;
   for (const name of methods ?? []) {
     const method: unknown = Reflect.get(instance, name);
     if (typeof method !== 'function') continue;

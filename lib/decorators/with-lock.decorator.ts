@@ -141,8 +141,8 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     descriptor.value = wrapper as unknown as T;
 
     injectLockService(target);
-    const methods = (Reflect.getMetadata(WITH_LOCK_METHODS, target.constructor) as string[] | undefined) ?? [];
-    Reflect.defineMetadata(WITH_LOCK_METHODS, [...methods, String(propertyKey)], target.constructor);
+    const methods = (Reflect.getMetadata(WITH_LOCK_METHODS, target.constructor) as PropertyKey[] | undefined) ?? [];
+    Reflect.defineMetadata(WITH_LOCK_METHODS, [...methods, propertyKey], target.constructor);
   };
 }
 

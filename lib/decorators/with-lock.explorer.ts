@@ -27,12 +27,12 @@ export class WithLockExplorer implements OnModuleInit {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance: unknown = wrapper.instance;
       if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic() || wrapper.isTransient) continue;
-      const methods = Reflect.getMetadata(WITH_LOCK_METHODS, instance.constructor) as string[] | undefined;
+      const methods = Reflect.getMetadata(WITH_LOCK_METHODS, instance.constructor) as PropertyKey[] | undefined;
       if (!methods?.length) continue;
       if (!(instance as Record<symbol, unknown>)[LOCK_SERVICE_PROPERTY]) {
-        throw new LockConfigurationError(LOCK_SERVICE_MISSING(instance.constructor.name, methods[0]));
+        throw new LockConfigurationError(LOCK_SERVICE_MISSING(instance.constructor.name, String(methods[0])));
       }
-      for (const name of methods) await this.fitMethod((instance as Record<string, unknown>)[name]);
+      for (const name of methods) await this.fitMethod(Reflect.get(instance, name));
     }
   }
 

@@ -473,6 +473,18 @@ describe('@WithLock at start-up', () => {
       }
     }
     const semaphore = await bootError(Pool);
+    // A method named by a symbol is checked too.
+    const job = Symbol('job');
+    @Injectable()
+    class Symbolic {
+      @WithLock(`${'r'.repeat(2_000)}-<0>`)
+      async [job](id: string) {
+        return id;
+      }
+    }
+    expect(await bootError(Symbolic)).toMatchObject({
+      message: expect.stringMatching(/ on Symbolic\.Symbol\(job\): every key it makes is at least 2062 bytes/),
+    });
     expect(semaphore).toBeInstanceOf(LockConfigurationError);
     expect((semaphore as Error).message).toMatch(
       /^@WithLock\('s{100}.*'\) on Pool\.run: every key it makes is at least 2057 bytes .* and the 10-byte suffix/,
