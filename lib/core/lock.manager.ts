@@ -197,9 +197,8 @@ export class LockManager {
   private startSemaphore(scope: string, key: string, options: AcquireOptions): Promise<Lock> {
     const limit = checkSemaphoreOptions(options, scope);
     const storedKey = toStoredKey(key, this.options.keyPrefix);
-    if (Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8') > MAX_KEY_BYTES) {
-      throw new LockKeyError(KEY_TOO_LONG(storedKey, Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8'), MAX_KEY_BYTES), 'too-long');
-    }
+    const bytes = Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8');
+    if (bytes > MAX_KEY_BYTES) throw new LockKeyError(KEY_TOO_LONG(storedKey, bytes, MAX_KEY_BYTES), 'too-long');
     if (this.queues.slot(storedKey)) throw new LockValidationError(KEY_IS_MUTEX(key));
     const nested = this.context.get(semaphoreKeyOf(storedKey), this.inScope);
     if (nested) return Promise.resolve(nestedLock(nested));
