@@ -10,7 +10,7 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { ATTR } from '../dist/store/lock-record.js';
+import { ATTR } from '../dist/store/mutex/mutex.record.js';
 import { killOnExit } from '../tools/exit-guard.mjs';
 
 /** @typedef {import('./protocol.mjs').WorkerConfig} WorkerConfig */

@@ -2,7 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { WhenLeaderExplorer } from './decorators/when-leader.explorer';
 import { WithLockExplorer } from './decorators/with-lock.explorer';
-import { EventEmitterBridge } from './observability/event-emitter.bridge';
+import { EventEmitterBridge } from './event-emitter.bridge';
 import { ConfigurableDynamoLockModule, DYNAMO_LOCK_ASYNC_OPTIONS_TYPE } from './dynamo-lock.module-definition';
 import { LockConfigurationError } from './errors/lock.errors';
 import { OPTIONS_NOT_OBJECT } from './errors/lock.messages';

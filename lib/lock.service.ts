@@ -1,17 +1,17 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { Lock } from './core/lock';
-import { exposeInternals, internalsOf } from './core/lock.internals';
+import type { Lock } from './core/engine/lock';
+import { exposeInternals, internalsOf } from './core/engine/lock.internals';
 import { LockManager } from './core/lock.manager';
-import type { ResolvedLockOptions } from './core/lock-options.resolver';
+import type { ResolvedLockOptions } from './core/engine/lock-options.resolver';
 import { DYNAMO_LOCK_OPTIONS } from './dynamo-lock.module-definition';
 import type { AcquireOptions } from './interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
 import type { LockEventListener } from './interfaces/lock-event.interface';
 import type { LockInfo } from './interfaces/lock-info.interface';
 import type { Duration } from './utils/duration';
-import type { LeadOptions } from './leadership/lead-options';
-import type { Leadership } from './leadership/leadership';
+import type { LeadOptions } from './core/leadership/lead-options';
+import type { Leadership } from './core/leadership/leadership';
 
 /**
  * The lock service of `DynamoLockModule`: acquire, tryAcquire, withLock, inspect, current, and lead

@@ -12,7 +12,7 @@ import {
   GetItemCommand,
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
-import { ATTR } from '../../dist/store/lock-record.js';
+import { ATTR } from '../../dist/store/mutex/mutex.record.js';
 import { LOCAL_REGION, localCredentials } from '../../tools/dynamodb-servers.mjs';
 
 /**

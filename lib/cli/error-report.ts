@@ -8,7 +8,7 @@ import {
   LockValidationError,
   LockUnavailableError,
 } from '../errors/lock.errors';
-import { connectionProblem } from '../store/transient-error';
+import { connectionProblem } from '../store/dynamo/transient-error';
 import {
   AWS_ERROR,
   ENDPOINT_UNREACHABLE,

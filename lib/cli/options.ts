@@ -11,7 +11,7 @@ import {
   INVALID_LIMIT,
   WAIT_ZERO,
 } from './cli.messages';
-import { MAX_SEMAPHORE_LIMIT } from '../store/semaphore-record';
+import { MAX_SEMAPHORE_LIMIT } from '../store/semaphore/semaphore.record';
 import { UsageError } from './cli.errors';
 
 /** Options shared by the commands that acquire a lock. */

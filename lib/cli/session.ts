@@ -1,8 +1,8 @@
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { LockManager } from '../core/lock.manager';
 import { LockConfigurationError } from '../errors/lock.errors';
-import { isHttpUrl } from '../store/dynamo-endpoint';
-import { isTableName } from '../store/lock-table';
+import { isHttpUrl } from '../store/dynamo/dynamo-endpoint';
+import { isTableName } from '../store/dynamo/lock-table';
 import { INVALID_ENDPOINT, INVALID_SETTING, INVALID_TABLE_NAME } from './cli.messages';
 import { UsageError } from './cli.errors';
 import { CliLogger } from './cli.logger';

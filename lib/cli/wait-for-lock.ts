@@ -1,4 +1,4 @@
-import type { Lock } from '../core/lock';
+import type { Lock } from '../core/engine/lock';
 import { LockBusyError, LockUnavailableError } from '../errors/lock.errors';
 import { ACQUIRING, INTERRUPTED, LOCK_BUSY, LOCK_UNAVAILABLE, SEMAPHORE_BUSY } from './cli.messages';
 import { CliError, InterruptedError } from './cli.errors';

@@ -1,70 +1,40 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { LockBusyError, LockConfigurationError, LockKeyError, LockLostError, LockValidationError } from '../errors/lock.errors';
-import {
-  LEAD_CONFLICT,
-  KEY_IS_MUTEX,
-  KEY_TOO_LONG,
-  KEY_IS_SEMAPHORE,
-  LEASE_ID_INVALID,
-  MANAGER_CLOSED,
-  NOT_HELD_FOR_EXTEND,
-  RELEASE_FAILED,
-  RELEASED_AT_SHUTDOWN,
-} from '../errors/lock.messages';
+import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
+import { MANAGER_CLOSED, RELEASE_FAILED } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
-import { isHeld, type LockRecord } from '../store/lock-record';
-import { CLAIM_LEASE_MS } from '../store/lock-store.protocol';
-import type { LockStorePort } from '../store/lock-store.interface';
-import { type Duration, parseLease } from '../utils/duration';
-import { MAX_KEY_BYTES, toStoredKey } from '../utils/lock-key.validation';
-import { KeyHistory } from './key-history';
-import { KeyQueues } from './key.queues';
-import { LeaseKeeper } from './lease.keeper';
-import { type Lock, type LockHost, nestedLock, rootLock } from './lock';
-import { LockContext } from './lock.context';
-import { LockEvents } from './lock.events';
-import { exposeInternals } from './lock.internals';
-import { LockReleaser } from './lock.releaser';
-import { checkAcquireOptions, resolveLockOptions, type ResolvedLockOptions } from './lock-options.resolver';
-import type { HeldLease, Waiter } from './lock-state';
-import { LockStoreFactory } from './lock-store.factory';
-import { KeyWatcher } from './key.watcher';
-import { type CampaignHost, LeaderCampaign } from '../leadership/leader-campaign';
-import { type LeadOptions, resolveLeadOptions } from '../leadership/lead-options';
-import { createLeadership, type Leadership } from '../leadership/leadership';
-import { checkSemaphoreOptions, semaphoreKeyOf, Semaphores } from './semaphores';
+import type { Duration } from '../utils/duration';
+import { toStoredKey } from '../utils/lock-key.validation';
+import { type Lock, nestedLock, rootLock } from './engine/lock';
+import { LockContext } from './engine/lock.context';
+import { LockEvents } from './engine/lock.events';
+import { exposeInternals } from './engine/lock.internals';
+import { checkAcquireOptions, resolveLockOptions, type ResolvedLockOptions } from './engine/lock-options.resolver';
+import { LockStoreFactory } from './engine/lock-store.factory';
+import { LeaderCampaigns } from './leadership/leader.campaigns';
+import type { LeadOptions } from './leadership/lead-options';
+import type { Leadership } from './leadership/leadership';
+import type { LockPrimitive } from './primitive.interface';
+import { createPrimitives, type Primitives } from './primitives';
 
 /**
- * The lock engine, independent of Nest: acquisition and waiting, heartbeats, release, and
- * the per-context view. `LockService` wraps it as a Nest provider; the CLI uses it directly.
- *
- * Callers in one process that want one key form a FIFO queue: only the head talks to DynamoDB,
- * and a release hands the lock straight to the next local caller in one conditional write.
- * This class is the facade; its collaborators each do one job: `KeyQueues` (the local queues
- * and remote acquisitions), `LeaseKeeper` (held leases and heartbeats), `LockReleaser` (release
- * and hand-over), `LockEvents` (listeners and traces); docs/architecture.md maps them.
+ * The lock engine, independent of Nest: a router over its primitives (mutex, semaphore; leadership
+ * on top of the mutex), the per-context view behind `current()` and re-entrancy, and shutdown.
+ * `LockService` wraps it as a Nest provider; the CLI uses it directly. Each primitive lives in its
+ * own folder behind `LockPrimitive` (`primitive.interface.ts`); docs/architecture.md maps them.
  */
 export class LockManager {
   /** The options in force, defaults applied. */
   readonly options: ResolvedLockOptions;
   private readonly backend: LockStoreFactory;
-  private readonly store: LockStorePort;
-  /** What this process learned about contended keys. */
-  private readonly history = new KeyHistory();
   private readonly events: LockEvents;
-  private readonly keeper: LeaseKeeper;
-  private readonly queues: KeyQueues;
-  private readonly releaser: LockReleaser;
-  private readonly semaphores: Semaphores;
+  private readonly primitives: Primitives;
+  private readonly leadership: LeaderCampaigns;
   private readonly context = new LockContext();
   /** Locks whose re-entrant scope ended before their release (see {@link endScope}). */
   private readonly scopesEnded = new WeakSet<Lock>();
-  /** The campaign this process runs per leadership (stored key), with its handle. */
-  private readonly campaigns = new Map<string, { campaign: LeaderCampaign; handle: Leadership }>();
-  private readonly campaignHost: CampaignHost;
   private closed = false;
 
   /** @throws LockConfigurationError when an option is invalid. */
@@ -72,66 +42,28 @@ export class LockManager {
     this.options = resolveLockOptions(options);
     this.events = new LockEvents(this.options.logger, this.options);
     this.backend = new LockStoreFactory(options, this.options);
-    const store = (this.store = this.backend.store);
-    const { history, events } = this;
-    const lockHost: LockHost = {
-      release: (lock) => this.releaser.release(lock),
-      extend: (lock, leaseDuration) => this.keeper.extend(lock, leaseDuration),
-      checkHeld: (lock) => this.keeper.checkHeld(lock),
-    };
+    const { stores } = this.backend;
     const releaseQuietly = (lock: Lock) => this.releaseQuietly(lock);
-    this.keeper = new LeaseKeeper({
+    this.primitives = createPrimitives({
       options: this.options,
-      store,
-      history,
-      events,
-      lockHost,
-      onLost: (lease) => this.queues.onLost(lease),
-    });
-    this.queues = new KeyQueues({
-      options: this.options,
-      store,
-      history,
-      events,
-      hold: (waiter, record, validFrom, via, leaseMs) => this.keeper.hold(waiter, record, validFrom, via, leaseMs),
+      stores,
+      events: this.events,
       releaseQuietly,
       assertOpen: () => {
         if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
       },
     });
-    const { keeper, queues } = this;
-    this.releaser = new LockReleaser({
+    const { mutex } = this.primitives;
+    this.leadership = new LeaderCampaigns({
       options: this.options,
-      store,
-      history,
-      events,
-      keeper,
-      queues,
-      isClosed: () => this.closed,
+      events: this.events,
+      tryAcquire: (name, leaseMs, data) => this.tryAcquire(name, { leaseDuration: leaseMs, data }),
+      watch: (storedKey) => mutex.watch(storedKey),
       releaseQuietly,
-    });
-    const watcher = new KeyWatcher(store, history, this.options.leaseMs);
-    this.campaignHost = {
-      logger: this.options.logger,
-      tryAcquire: ({ name, leaseMs, data }) => this.tryAcquire(name, { leaseDuration: leaseMs, data }),
-      watch: (name) => watcher.watch(toStoredKey(name, this.options.keyPrefix)),
-      releaseQuietly,
-      ended: (campaign) => {
-        const storedKey = toStoredKey(campaign.settings.name, this.options.keyPrefix);
-        if (this.campaigns.get(storedKey)?.campaign === campaign) this.campaigns.delete(storedKey);
-      },
-      emit: (event) => events.emit(event),
-    };
-    this.semaphores = new Semaphores({
-      options: this.options,
-      store,
-      events,
-      newWaiter: (key, storedKey, options) => queues.newWaiter(key, storedKey, options),
-      settle: (waiter, outcome) => queues.settle(waiter, outcome),
-      releaseQuietly,
+      assertMutex: (name, storedKey) => this.assertOnly(mutex, name, storedKey),
     });
     exposeInternals(this, {
-      store,
+      stores,
       runHolding: (lock, fn) => this.runHolding(lock, fn),
       releaseQuietly,
       endScope: (lock) => this.endScope(lock),
@@ -153,7 +85,7 @@ export class LockManager {
   async init(): Promise<void> {
     await this.events.ready;
     if (this.options.verifyTable || this.options.createTable) {
-      await this.store.prepare(this.options.createTable);
+      await this.backend.stores.prepare(this.options.createTable);
     }
   }
 
@@ -171,39 +103,29 @@ export class LockManager {
     return this.start('acquire()', key, options);
   }
 
-  /** Starts an acquisition for `scope` (the public call, named in errors). */
+  /**
+   * Starts an acquisition for `scope` (the public call, named in errors): picks the primitive,
+   * keeps a key to one primitive in this process, and joins a lock the async context holds.
+   */
   private start(scope: string, key: string, options: AcquireOptions = {}): Promise<Lock> {
-    let waiter: Waiter;
     try {
       checkAcquireOptions(options, scope);
-      if (options.limit !== undefined) return this.startSemaphore(scope, key, options);
-      const storedKey = toStoredKey(key, this.options.keyPrefix);
-      if (this.semaphores.uses(storedKey)) throw new LockValidationError(KEY_IS_SEMAPHORE(key));
-      const nested = this.context.get(storedKey, this.inScope);
+      const { mutex, all } = this.primitives;
+      const primitive = all.find((p) => p !== mutex && p.serves(options)) ?? mutex;
+      const resolved = primitive.resolveKey(scope, key, options);
+      this.assertOnly(primitive, key, resolved.storedKey);
+      const nested = this.context.get(resolved.itemKey, this.inScope);
       if (nested) return Promise.resolve(nestedLock(nested));
-      waiter = this.queues.newWaiter(key, storedKey, options);
-      waiter.trace = this.events.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
+      return primitive.acquire(key, resolved, options);
     } catch (error) {
       return Promise.reject(error);
     }
-    return new Promise<Lock>((resolve, reject) => {
-      waiter.resolve = resolve;
-      waiter.reject = reject;
-      this.queues.enqueue(waiter, options.signal);
-    });
   }
 
-  /** Starts the acquisition of a semaphore slot (`options.limit` set). */
-  private startSemaphore(scope: string, key: string, options: AcquireOptions): Promise<Lock> {
-    const limit = checkSemaphoreOptions(options, scope);
-    const storedKey = toStoredKey(key, this.options.keyPrefix);
-    const bytes = Buffer.byteLength(semaphoreKeyOf(storedKey), 'utf8');
-    if (bytes > MAX_KEY_BYTES) throw new LockKeyError(KEY_TOO_LONG(storedKey, bytes, MAX_KEY_BYTES), 'too-long');
-    if (this.queues.slot(storedKey)) throw new LockValidationError(KEY_IS_MUTEX(key));
-    const nested = this.context.get(semaphoreKeyOf(storedKey), this.inScope);
-    if (nested) return Promise.resolve(nestedLock(nested));
-    if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
-    return this.semaphores.acquire(key, storedKey, options, limit);
+  /** @throws LockValidationError when a caller of this process uses the key through another primitive. */
+  private assertOnly(primitive: LockPrimitive, key: string, storedKey: string): void {
+    const other = this.primitives.all.find((p) => p !== primitive && p.uses(storedKey));
+    if (other) throw new LockValidationError(other.inUse(key));
   }
 
   /**
@@ -241,10 +163,18 @@ export class LockManager {
    * Used by `withLock()` and the `@WithLock` decorator.
    */
   private runHolding<T>(lock: Lock, fn: () => T): T {
-    const slot = this.semaphores.lease(rootLock(lock));
-    const run = () => this.context.run(slot?.storedKey ?? toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
-    const trace = (this.keeper.get(lock) ?? slot)?.trace;
-    return trace ? trace.run(run) : run();
+    const lease = this.leaseOf(lock);
+    const run = () => this.context.run(lease?.storedKey ?? toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
+    return lease?.trace ? lease.trace.run(run) : run();
+  }
+
+  /** The lease behind a lock, from the primitive that holds it. */
+  private leaseOf(lock: Lock) {
+    for (const primitive of this.primitives.all) {
+      const lease = primitive.lease(lock);
+      if (lease) return lease;
+    }
+    return undefined;
   }
 
   /** Releases a lock, logging (not throwing) a failure. */
@@ -263,7 +193,11 @@ export class LockManager {
   current(key?: string): Lock | undefined {
     if (key === undefined) return this.context.get(undefined, this.inScope);
     const storedKey = this.options.keyPrefix + key;
-    return this.context.get(storedKey, this.inScope) ?? this.context.get(semaphoreKeyOf(storedKey), this.inScope);
+    for (const primitive of this.primitives.all) {
+      const lock = this.context.get(primitive.itemKeyOf(storedKey), this.inScope);
+      if (lock) return lock;
+    }
+    return undefined;
   }
 
   /**
@@ -285,23 +219,8 @@ export class LockManager {
    * handle keeps counting the lease it really has.
    * @throws LockLostError when that lease no longer holds the lock.
    */
-  async renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
-    const storedKey = toStoredKey(key, this.options.keyPrefix);
-    if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
-    const leaseMs = leaseDuration === undefined ? undefined : parseLease(leaseDuration);
-    const own = this.heldLease(storedKey, leaseId);
-    if (own) return this.keeper.extend(own.lock, leaseDuration);
-    const result = await this.store.heartbeat({
-      key: storedKey,
-      holding: { token: leaseId },
-      owner: this.options.ownerName,
-      leaseMs,
-      ttlLeaseMs: leaseMs ?? this.options.leaseMs,
-    });
-    if (result.ok) return;
-    // Servers that do not return the blocking item (dynalite) need a read to tell "taken" from "gone".
-    const current = result.current ?? (await this.store.read(storedKey).catch(() => undefined));
-    throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, isHeld(current) ? 'taken' : 'gone');
+  renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
+    return this.primitives.mutex.renewLease(key, leaseId, leaseDuration);
   }
 
   /**
@@ -310,19 +229,8 @@ export class LockManager {
    *   one: nothing is written again); `false` when it no longer held the lock (nothing changed).
    * @throws LockValidationError for an empty or missing `leaseId`, before any request.
    */
-  async releaseLease(key: string, leaseId: string): Promise<boolean> {
-    if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
-    const storedKey = toStoredKey(key, this.options.keyPrefix);
-    // A lease this manager holds is released through its `Lock` (timers stopped, waiters served).
-    const own = this.heldLease(storedKey, leaseId);
-    if (own) return this.releaser.release(own.lock);
-    return this.store.release(storedKey, { token: leaseId }, this.options.leaseMs);
-  }
-
-  /** The lease this manager holds for a stored key with owner token `leaseId`, if any. */
-  private heldLease(storedKey: string, leaseId: string): HeldLease | undefined {
-    const holder = this.queues.slot(storedKey)?.holder;
-    return holder?.token === leaseId && holder.state === 'held' ? holder : undefined;
+  releaseLease(key: string, leaseId: string): Promise<boolean> {
+    return this.primitives.mutex.releaseLease(key, leaseId);
   }
 
   /**
@@ -337,30 +245,7 @@ export class LockManager {
    */
   lead(name: string, options?: LeadOptions): Leadership {
     if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
-    const settings = resolveLeadOptions(name, options, this.options);
-    const storedKey = toStoredKey(name, this.options.keyPrefix);
-    // A key this process uses as a semaphore cannot be led (a leader holds its mutex).
-    if (this.semaphores.uses(storedKey)) throw new LockValidationError(KEY_IS_SEMAPHORE(name));
-    let running = this.campaigns.get(storedKey);
-    if (running) {
-      const current = running.campaign.settings;
-      const conflict =
-        options?.leaseDuration !== undefined && settings.leaseMs !== current.leaseMs
-          ? 'leaseDuration'
-          : options?.watchInterval !== undefined && settings.watchMs !== current.watchMs
-            ? 'watchInterval'
-            : options?.data !== undefined && settings.dataJson !== current.dataJson
-              ? 'data'
-              : undefined;
-      if (conflict) throw new LockValidationError(LEAD_CONFLICT(name, conflict));
-    } else {
-      const campaign = new LeaderCampaign(this.campaignHost, settings);
-      running = { campaign, handle: createLeadership(campaign) };
-      this.campaigns.set(storedKey, running);
-    }
-    if (options?.onElected) running.campaign.onElected(options.onElected);
-    if (options?.onRevoked) running.campaign.onRevoked(options.onRevoked);
-    return running.handle;
+    return this.leadership.lead(name, options);
   }
 
   /**
@@ -370,10 +255,14 @@ export class LockManager {
    */
   async inspect(key: string): Promise<LockInfo | null> {
     const storedKey = toStoredKey(key, this.options.keyPrefix);
-    if (this.semaphores.uses(storedKey)) return this.semaphores.inspect(key, storedKey);
-    const record = await this.store.read(storedKey);
-    if (record === undefined && this.store.semaphores) return this.semaphores.inspect(key, storedKey);
-    return record && isHeld(record) ? this.toInfo(record) : null;
+    const { all } = this.primitives;
+    const user = all.find((p) => p.uses(storedKey));
+    if (user) return (await user.inspect(key, storedKey)) ?? null;
+    for (const primitive of all) {
+      const info = await primitive.inspect(key, storedKey);
+      if (info !== undefined) return info;
+    }
+    return null;
   }
 
   /**
@@ -385,16 +274,14 @@ export class LockManager {
    * semaphore store without `scanHeld` lists no semaphore.
    */
   async list(prefix = ''): Promise<LockInfo[]> {
-    const storedPrefix = this.options.keyPrefix + prefix;
     const found: LockInfo[] = [];
-    for await (const record of this.store.scanHeld(storedPrefix)) found.push(this.toInfo(record));
-    found.push(...(await this.semaphores.list(this.options.keyPrefix, prefix)));
+    for (const primitive of this.primitives.all) found.push(...(await primitive.list(prefix)));
     return found.sort((a, b) => a.key.localeCompare(b.key));
   }
 
   /** Number of locks this manager holds now. */
   get heldCount(): number {
-    return this.keeper.size + this.semaphores.size;
+    return this.primitives.all.reduce((sum, primitive) => sum + primitive.heldCount, 0);
   }
 
   /**
@@ -405,18 +292,11 @@ export class LockManager {
     if (this.closed) return;
     this.closed = true;
     // Campaigns stop watching; the leaders' locks are released below with every held lock.
-    const campaigns = [...this.campaigns.values()].map(({ campaign }) => campaign);
-    for (const campaign of campaigns) campaign.stop();
-    await this.queues.close(new LockConfigurationError(MANAGER_CLOSED()));
-    await this.semaphores.close(new LockConfigurationError(MANAGER_CLOSED()));
-    const held = this.keeper.all();
-    // Code still running under these locks must stop before another owner can take them.
-    for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
-    await Promise.allSettled(held.map((lease) => this.releaser.release(lease.lock)));
-    // Releases started before (a caller's, a lock whose caller had given up) finish with the client.
-    await this.releaser.idle();
-    await Promise.allSettled(campaigns.map((campaign) => campaign.done));
-    this.keeper.close();
+    const campaigns = this.leadership.stop();
+    const { all } = this.primitives;
+    for (const primitive of all) await primitive.close(new LockConfigurationError(MANAGER_CLOSED()));
+    await Promise.allSettled(campaigns);
+    for (const primitive of all) primitive.stop();
     this.backend.destroy();
   }
 
@@ -426,18 +306,5 @@ export class LockManager {
    */
   subscribe(listener: LockEventListener): () => void {
     return this.events.subscribe(listener);
-  }
-
-  private toInfo(record: LockRecord): LockInfo {
-    return {
-      key: record.key.slice(this.options.keyPrefix.length),
-      // A waiter promoted by a release holds before it writes its name and lease (at its first heartbeat).
-      owner: record.owner ?? '',
-      fencingToken: record.fencingToken ?? 0,
-      acquiredAt: new Date(record.acquiredAt ?? record.updatedAt ?? 0),
-      updatedAt: new Date(record.updatedAt ?? record.acquiredAt ?? 0),
-      leaseDuration: record.leaseMs ?? record.claimMs ?? CLAIM_LEASE_MS,
-      data: record.data === undefined ? undefined : JSON.parse(record.data),
-    };
   }
 }

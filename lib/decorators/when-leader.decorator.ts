@@ -7,9 +7,9 @@ import {
   WHEN_LEADER_STATIC,
   WITH_LOCK_NO_INSTANCE,
 } from '../errors/lock.messages';
-import { internalsOf } from '../core/lock.internals';
-import { type LeadOptions, resolveLeadOptions } from '../leadership/lead-options';
-import type { Leadership } from '../leadership/leadership';
+import { internalsOf } from '../core/engine/lock.internals';
+import { type LeadOptions, resolveLeadOptions } from '../core/leadership/lead-options';
+import type { Leadership } from '../core/leadership/leadership';
 import type { LockService } from '../lock.service';
 import { MAX_DURATION_MS } from '../utils/duration';
 import { copyMetadata } from './copy-metadata';

@@ -1,5 +1,5 @@
 import { isObservable, Observable } from 'rxjs';
-import type { Lock } from '../core/lock';
+import type { Lock } from '../core/engine/lock';
 import { LockBusyError, LockConfigurationError, LockKeyError, LockValidationError } from '../errors/lock.errors';
 import {
   LOCK_SERVICE_MISSING,
@@ -12,8 +12,8 @@ import {
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/clock';
-import { internalsOf } from '../core/lock.internals';
-import { semaphoreKeyOf } from '../core/semaphores';
+import { internalsOf } from '../core/engine/lock.internals';
+import { semaphoreKeyOf } from '../core/semaphore/semaphore.options';
 import { copyMetadata } from './copy-metadata';
 import { injectLockService, type KeyCheck, LOCK_SERVICE_PROPERTY, WITH_LOCK_KEY, WITH_LOCK_METHODS } from './lock-service.injection';
 import { hasRestParameter } from './rest-parameter';

@@ -2,8 +2,8 @@ import { LockConfigurationError, LockValidationError } from '../errors/lock.erro
 import { HOLD_AT_LEAST_REACHES_PERIOD, WITH_LOCK_OPTION_INVALID } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
-import { resolveWait } from '../core/lock-options.resolver';
-import { checkSemaphoreOptions } from '../core/semaphores';
+import { resolveWait } from '../core/engine/lock-options.resolver';
+import { checkSemaphoreOptions } from '../core/semaphore/semaphore.options';
 import { unknownOptionMessage } from '../utils/closest-name';
 import { parseDuration, parseLease } from '../utils/duration';
 import { SkipReporter } from './skip.reporter';

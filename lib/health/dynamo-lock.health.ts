@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { LockService } from '../lock.service';
-import { internalsOf } from '../core/lock.internals';
-import type { LockStorePort } from '../store/lock-store.interface';
-import type { StoreHealth, TableHealth } from '../store/lock-store.protocol';
+import { internalsOf } from '../core/engine/lock.internals';
+import type { LockStores } from '../store/lock-stores';
+import type { StoreHealth, TableHealth } from '../store/store.protocol';
 import { type Duration, parseDuration } from '../utils/duration';
 import { HEALTH_NOT_ACTIVE, HEALTH_TABLE_MISSING, HEALTH_TIMEOUT, HEALTH_UNREACHABLE } from '../errors/lock.messages';
 
@@ -98,7 +98,7 @@ export class DynamoLockHealthIndicator {
   ): Promise<HealthIndicatorResult<Key>> {
     const timeoutMs = options.timeout === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : parseDuration(options.timeout, 'timeout');
     const indicator = this.healthIndicatorService.check(key);
-    const details = detailsOf(await askStore(internalsOf(this.lockService).store, timeoutMs), timeoutMs);
+    const details = detailsOf(await askStore(internalsOf(this.lockService).stores, timeoutMs), timeoutMs);
     return details.message === undefined ? indicator.up(details) : indicator.down(details);
   }
 }
@@ -107,7 +107,7 @@ export class DynamoLockHealthIndicator {
  * The store's answer to a health check within `timeoutMs` (its signal aborts then), or
  * `{ store: 'custom' }` for a store that does not answer health checks.
  */
-async function askStore(store: LockStorePort, timeoutMs: number): Promise<StoreHealth | { store: 'custom' }> {
+async function askStore(store: LockStores, timeoutMs: number): Promise<StoreHealth | { store: 'custom' }> {
   if (!store.health) return { store: 'custom' };
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);

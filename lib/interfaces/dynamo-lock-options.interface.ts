@@ -1,6 +1,6 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { LockLogger } from './lock-logger.interface';
-import type { LockStorePort } from '../store/lock-store.interface';
+import type { LockItemStore } from './lock-item-store.interface';
 import type { LockEventListener } from './lock-event.interface';
 import type { Duration } from '../utils/duration';
 
@@ -46,10 +46,10 @@ export interface DynamoLockOptions {
   /** Prefix added to every key, to share one table between apps. Default `''`. */
   keyPrefix?: string;
   /**
-   * Where lock records live, instead of DynamoDB: for tests (see `DynamoLockModule.forTesting()`).
-   * When set, `client`, `clientConfig` and the table options are not used.
+   * Where lock items live, instead of DynamoDB: a `MemoryLockStore`, for tests (see
+   * `DynamoLockModule.forTesting()`). When set, `client`, `clientConfig` and the table options are not used.
    */
-  store?: LockStorePort;
+  store?: LockItemStore;
   /**
    * Called with every lock event (waiting, takeover, acquired, busy, extended, released, lost,
    * retry), in order. Must not throw (a throw is logged and ignored); keep it fast, it runs on

@@ -15,10 +15,10 @@
  * @module nestjs-dynamo-lock/standalone
  */
 export { LockManager } from '../core/lock.manager';
-export { Lock } from '../core/lock';
-export { Leadership } from '../leadership/leadership';
-export type { LeadOptions } from '../leadership/lead-options';
-export { DEFAULTS, type ResolvedLockOptions } from '../core/lock-options.resolver';
+export { Lock } from '../core/engine/lock';
+export { Leadership } from '../core/leadership/leadership';
+export type { LeadOptions } from '../core/leadership/lead-options';
+export { DEFAULTS, type ResolvedLockOptions } from '../core/engine/lock-options.resolver';
 export type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 export type { LockLogger } from '../interfaces/lock-logger.interface';
 export type { AcquireOptions } from '../interfaces/acquire-options.interface';
@@ -40,22 +40,7 @@ export {
   type LockLostReason,
 } from '../errors/lock.errors';
 export { type Duration, parseDuration } from '../utils/duration';
-export { createLockTable, ensureLockTable, type EnsureTableOptions } from '../store/lock-table';
-export type { LockStorePort } from '../store/lock-store.interface';
+export { createLockTable, ensureLockTable, type EnsureTableOptions } from '../store/dynamo/lock-table';
 export { MemoryLockStore } from '../store/memory-lock.store';
-export type { LockRecord } from '../store/lock-record';
-export { MemorySemaphoreStore } from '../store/memory-semaphore.store';
-export { MAX_SEMAPHORE_LIMIT, type SemaphoreHolderRecord, type SemaphoreRecord } from '../store/semaphore-record';
-export type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from '../store/semaphore-store.protocol';
-export type {
-  AcquireCondition,
-  AcquireWrite,
-  HeartbeatWrite,
-  Holding,
-  ReadConsistency,
-  SkipWrite,
-  StoreHealth,
-  TableHealth,
-  TicketWrite,
-  WriteResult,
-} from '../store/lock-store.protocol';
+export type { LockItemStore } from '../interfaces/lock-item-store.interface';
+export { MAX_SEMAPHORE_LIMIT } from '../store/semaphore/semaphore.record';

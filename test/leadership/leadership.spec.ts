@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Leadership, type LockEvent, LockKeyError, type LockLostError, LockValidationError } from '../../lib';
-import { firstRoundOf } from '../../lib/leadership/leadership';
+import { firstRoundOf } from '../../lib/core/leadership/leadership';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture } from '../support/lock-fixture';
 import { countRequests } from '../support/request-counter';

@@ -14,7 +14,7 @@ import {
   DynamoLockModule,
   LockManager,
   LockService,
-  type LockStorePort,
+  type MutexStorePort,
   LockValidationError,
   MemoryLockStore,
   WhenLeader,
@@ -23,7 +23,7 @@ import { MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
 
 /** A memory store that counts the requests made of it. */
-function countingStore(): { store: LockStorePort; count: () => number } {
+function countingStore(): { store: MutexStorePort; count: () => number } {
   const inner = new MemoryLockStore();
   let requests = 0;
   const store = new Proxy(inner, {
@@ -46,7 +46,7 @@ afterEach(async () => {
 
 async function start(
   provider: Type,
-  store: LockStorePort,
+  store: MutexStorePort,
   owner: string,
   imports: (Type | DynamicModule)[] = [],
 ): Promise<INestApplicationContext> {

@@ -16,7 +16,7 @@ import {
   MemoryLockStore,
   type Lock,
 } from '../../lib';
-import { SEMAPHORE_KEY_SUFFIX } from '../../lib/store/semaphore-record';
+import { SEMAPHORE_KEY_SUFFIX } from '../../lib/store/semaphore/semaphore.record';
 import { countRequests } from '../support/request-counter';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockBusyError, LockLostError, LockManager, type Lock } from '../../lib';
-import { LockStore } from '../../lib/store/lock.store';
-import { MemoryLockStore } from '../../lib/store/memory-lock.store';
-import type { LockStorePort } from '../../lib/store/lock-store.interface';
+import { LockStore } from '../../lib/store/mutex/mutex.dynamo-store';
+import { MemoryLockStore } from '../../lib/store/mutex/mutex.memory-store';
+import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer, testClientConfig } from '../support/servers';
@@ -29,7 +29,7 @@ async function pollUntilAcquired(
 }
 
 /** Single attempts (`tryAcquire`, `wait: false`) against a holder that stopped writing, on any store. */
-function singleAttemptSuite(name: string, setup: () => { managers: (n: number) => LockManager[]; store: () => LockStorePort }): void {
+function singleAttemptSuite(name: string, setup: () => { managers: (n: number) => LockManager[]; store: () => MutexStorePort }): void {
   describe(`single attempts after a holder stopped [${name}]`, () => {
     it('tryAcquire() in a loop takes over a crashed holder within two leases', async () => {
       const [crashed, survivor] = setup().managers(2);

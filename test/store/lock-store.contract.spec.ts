@@ -1,6 +1,6 @@
 import { describe } from '@jest/globals';
 import { MemoryLockStore } from '../../lib';
-import { LockStore } from '../../lib/store/lock.store';
+import { LockStore } from '../../lib/store/mutex/mutex.dynamo-store';
 import { createLockTable, createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
 import { lockStoreContract } from './lock-store.contract';
 

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { AcquireCondition, AcquireWrite, HeartbeatWrite, Holding, LockRecord, LockStorePort, SkipWrite, WriteResult } from '../../lib';
-import { isHeld, ticketsWaiting } from '../../lib/store/lock-record';
+import type { AcquireCondition, AcquireWrite, HeartbeatWrite, Holding, LockRecord, MutexStorePort, SkipWrite, WriteResult } from '../../lib';
+import { isHeld, ticketsWaiting } from '../../lib/store/mutex/mutex.record';
 
 /** A store under test, and how to dispose of whatever it needed (a table, a client). */
 export interface StoreUnderTest {
-  store: LockStorePort;
+  store: MutexStorePort;
   close(): Promise<void>;
 }
 
@@ -43,7 +43,7 @@ function okRecord(result: WriteResult): LockRecord {
 }
 
 /**
- * The shared contract of {@link LockStorePort}: every method's conditions and effects, as the
+ * The shared contract of {@link MutexStorePort}: every method's conditions and effects, as the
  * DynamoDB store defines them. Each implementation runs it (`lock-store.contract.spec.ts`).
  *
  * The item is a line of tickets: `head` is the ticket served (its holder holds the lock), `tail`
@@ -56,9 +56,9 @@ export function lockStoreContract(
   makeStore: () => Promise<StoreUnderTest>,
   traits: ContractTraits = { returnsCurrent: false },
 ): void {
-  describe(`LockStorePort contract: ${name}`, () => {
+  describe(`MutexStorePort contract: ${name}`, () => {
     let under: StoreUnderTest;
-    let store: LockStorePort;
+    let store: MutexStorePort;
     let seq = 0;
     const newKey = (label: string) => `contract/${label}/${++seq}-${tok().slice(0, 6)}`;
 

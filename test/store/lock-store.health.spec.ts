@@ -1,12 +1,12 @@
 /**
- * The store port's health answer (`LockStorePort.health`), which the Terminus indicator turns into
+ * The store port's health answer (`MutexStorePort.health`), which the Terminus indicator turns into
  * its report (test/health): the memory store is always up; the DynamoDB store reports its table
  * from one `DescribeTable`, or why it could not, and gives up as soon as the signal aborts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { MemoryLockStore } from '../../lib';
-import { LockStore } from '../../lib/store/lock.store';
+import { LockStore } from '../../lib/store/mutex/mutex.dynamo-store';
 import { startHungServer } from '../support/hung-server';
 import { createLockTable, createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
 

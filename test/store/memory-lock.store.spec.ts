@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { LockLostError, LockManager, MemoryLockStore } from '../../lib';
-import { ticketsWaiting } from '../../lib/store/lock-record';
+import { ticketsWaiting } from '../../lib/store/mutex/mutex.record';
 import { MemoryLogger } from '../support/lock-fixture';
 
 describe('MemoryLockStore', () => {

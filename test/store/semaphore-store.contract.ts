@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { holderOf, type SemaphoreRecord } from '../../lib/store/semaphore-record';
-import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from '../../lib/store/semaphore-store.protocol';
+import { holderOf, type SemaphoreRecord } from '../../lib/store/semaphore/semaphore.record';
+import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from '../../lib/store/semaphore/semaphore-store.port';
 import type { ContractTraits } from './lock-store.contract';
 
 /** A semaphore store under test, and how to dispose of whatever it needed. */

@@ -21,7 +21,7 @@ import {
   MemoryLockStore,
   WithLock,
 } from '../../lib';
-import { internalsOf } from '../../lib/core/lock.internals';
+import { internalsOf } from '../../lib/core/engine/lock.internals';
 import { findFreePort } from '../../tools/free-port.mjs';
 import { MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';

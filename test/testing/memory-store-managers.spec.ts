@@ -6,7 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type DynamoLockOptions, LockLostError, LockManager, MemoryLockStore } from '../../lib';
-import { isHeld, ticketsWaiting } from '../../lib/store/lock-record';
+import { isHeld, ticketsWaiting } from '../../lib/store/mutex/mutex.record';
 import { MemoryLogger } from '../support/lock-fixture';
 
 let seq = 0;

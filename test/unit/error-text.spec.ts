@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { errorText as cliErrorText } from '../../lib/cli/cli.messages';
 import { LOCK_UNAVAILABLE } from '../../lib/errors/lock.messages';
-import { transientKind } from '../../lib/store/transient-error';
+import { transientKind } from '../../lib/store/dynamo/transient-error';
 
 /** An error as the SDK's HTTP handler rejects with. */
 function sdkError(name: string, message: string, code?: string): Error {

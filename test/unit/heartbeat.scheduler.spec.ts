@@ -3,7 +3,7 @@
  * for every lease, expiry before renewal, coalescing and spreading of due heartbeats.
  */
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { HeartbeatScheduler, type ScheduledLease } from '../../lib/core/heartbeat.scheduler';
+import { HeartbeatScheduler, type ScheduledLease } from '../../lib/core/engine/heartbeat.scheduler';
 
 interface TestLease extends ScheduledLease {
   name: string;

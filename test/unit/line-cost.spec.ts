@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { LockManager } from '../../lib';
-import { MemoryLockStore } from '../../lib/store/memory-lock.store';
+import { MemoryLockStore } from '../../lib/store/mutex/mutex.memory-store';
 import { MemoryLogger } from '../support/lock-fixture';
 
 const HOLD_MS = 20;

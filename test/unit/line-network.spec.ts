@@ -9,8 +9,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { LockManager } from '../../lib';
-import { MemoryLockStore } from '../../lib/store/memory-lock.store';
-import type { LockStorePort } from '../../lib/store/lock-store.interface';
+import { MemoryLockStore } from '../../lib/store/mutex/mutex.memory-store';
+import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
 import { MemoryLogger } from '../support/lock-fixture';
 
 const HOLD_MS = 20;
@@ -49,7 +49,7 @@ interface Counts {
 }
 
 /** The store behind a network: each call arrives after `oneWay()` ms and is answered after another. */
-function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts): () => LockStorePort {
+function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts): () => MutexStorePort {
   return () => {
     let ticket: number | undefined;
     const call =
@@ -63,7 +63,7 @@ function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts)
         after?.(result, args[1] === 'eventual');
         return result;
       };
-    const port: LockStorePort = {
+    const port: MutexStorePort = {
       acquire: call(store.acquire, () => counts.writes++),
       enqueue: call(store.enqueue, (r) => {
         counts.writes++;
@@ -338,7 +338,7 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
     const first = new LockManager({
       store: {
         ...far,
-        markAlive: async (...args: Parameters<LockStorePort['markAlive']>) => {
+        markAlive: async (...args: Parameters<MutexStorePort['markAlive']>) => {
           if (throttled++ === 0) {
             await pause(40);
             throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });

@@ -4,9 +4,9 @@
  * spans it measured far back, and a first timing read that does not trust a guessed pace.
  */
 import { describe, expect, it } from '@jest/globals';
-import { KeyHistory } from '../../lib/core/key-history';
-import { type ReadPlan, ReadScheduler } from '../../lib/core/read.scheduler';
-import type { LockRecord } from '../../lib/store/lock-record';
+import { KeyHistory } from '../../lib/core/engine/key-history';
+import { type ReadPlan, ReadScheduler } from '../../lib/core/waiting/read.scheduler';
+import type { LockRecord } from '../../lib/store/mutex/mutex.record';
 
 const KEY = 'line';
 

@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import type { Lock } from '../../core/lock';
+import type { Lock } from '../../core/engine/lock';
 import { LockUnavailableError } from '../../errors/lock.errors';
 import { FOLLOWING, LED_ELSEWHERE, NOT_ELECTED, PROGRAM } from '../cli.messages';
 import { CliError } from '../cli.errors';
@@ -9,7 +9,7 @@ import { ExitCode } from '../exit-codes';
 import { parseDataOption, parseDurationOption } from '../options';
 import { outageError } from '../wait-for-lock';
 import type { Session } from '../session';
-import { firstRoundOf, type Leadership } from '../../leadership/leadership';
+import { firstRoundOf, type Leadership } from '../../core/leadership/leadership';
 import { untilAborted } from '../../utils/clock';
 
 const EXAMPLES = `

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { ATTR } from '../../store/lock-record';
-import { describeTtl, ensureLockTable } from '../../store/lock-table';
+import { ATTR } from '../../store/mutex/mutex.record';
+import { describeTtl, ensureLockTable } from '../../store/dynamo/lock-table';
 import { LockTableError } from '../../errors/lock.errors';
 import { TABLE_NOT_FOUND, TABLE_OK, TTL_STATUS } from '../cli.messages';
 import { CliError } from '../cli.errors';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { ATTR } from '../../store/lock-record';
-import { createTableWithTtl, describeTtl, ensureLockTable } from '../../store/lock-table';
+import { ATTR } from '../../store/mutex/mutex.record';
+import { createTableWithTtl, describeTtl, ensureLockTable } from '../../store/dynamo/lock-table';
 import { TABLE_CREATED, TABLE_EXISTED, TTL_NOT_ENABLED, TTL_STATUS } from '../cli.messages';
 import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';

@@ -1,4 +1,4 @@
-import type { Lock } from '../../core/lock';
+import type { Lock } from '../../core/engine/lock';
 import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELEASE_FAILED } from '../cli.messages';
 import { childExitCode, ExitCode } from '../exit-codes';
 import type { Session } from '../session';

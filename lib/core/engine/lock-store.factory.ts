@@ -1,0 +1,48 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LockConfigurationError } from '../../errors/lock.errors';
+import { STORE_INVALID } from '../../errors/lock.messages';
+import type { DynamoLockOptions } from '../../interfaces/dynamo-lock-options.interface';
+import { createDynamoClient } from '../../store/dynamo/dynamo-endpoint';
+import { DynamoLockStores } from '../../store/dynamo-lock.stores';
+import { isLockStores, type LockStores } from '../../store/lock-stores';
+import type { ResolvedLockOptions } from './lock-options.resolver';
+
+/**
+ * Where a manager's lock items live: the `store` option, or the DynamoDB table. The DynamoDB
+ * client is the `client` option, or one created from `clientConfig` on first use, so a memory
+ * store (the one of `forTesting()`) creates none.
+ */
+export class LockStoreFactory {
+  /** The stores to use, one per primitive. */
+  readonly stores: LockStores;
+  private created: DynamoDBClient | undefined;
+
+  /** @throws LockConfigurationError when the `store` option is not a store the engine can use. */
+  constructor(
+    private readonly options: Pick<DynamoLockOptions, 'client' | 'clientConfig' | 'store'>,
+    resolved: ResolvedLockOptions,
+  ) {
+    const { store } = options;
+    if (store !== undefined && (typeof store !== 'object' || store === null || !isLockStores(store))) {
+      throw new LockConfigurationError(STORE_INVALID(store));
+    }
+    this.stores =
+      store ??
+      new DynamoLockStores(this.client, {
+        tableName: resolved.tableName,
+        ttlDays: resolved.ttlDays,
+        logger: resolved.logger,
+        requestTimeoutMs: resolved.requestTimeoutMs,
+      });
+  }
+
+  /** The DynamoDB client: the one given, or the one created (now, if not yet). */
+  get client(): DynamoDBClient {
+    return this.options.client ?? (this.created ??= createDynamoClient(this.options.clientConfig));
+  }
+
+  /** Destroys the client if this factory created it (never one that was given). */
+  destroy(): void {
+    this.created?.destroy();
+  }
+}

@@ -1,0 +1,155 @@
+import { LockLostError } from '../../errors/lock.errors';
+import { type Duration } from '../../utils/duration';
+
+/** The part of the lock manager a {@link Lock} handle calls back into. */
+export interface LockHost {
+  release(lock: Lock): Promise<boolean>;
+  extend(lock: Lock, leaseDuration?: Duration): Promise<void>;
+  /** Whether the lock is still held; aborts its signal first if its lease ran out. */
+  checkHeld(lock: Lock): boolean;
+}
+
+/** Fields a {@link Lock} is created with. */
+export interface LockFields {
+  key: string;
+  owner: string;
+  fencingToken: number;
+  acquiredAt: Date;
+  leaseId: string;
+  controller: AbortController;
+  host: LockHost;
+  /** For a nested acquisition of a key the async context already holds: the outer lock. */
+  outer?: Lock;
+}
+
+let create: (fields: LockFields) => Lock;
+let nest: (lock: Lock) => Lock;
+let root: (lock: Lock) => Lock;
+
+/** Creates a lock handle (for the lock manager). */
+export function createLock(fields: LockFields): Lock {
+  return create(fields);
+}
+
+/** The outermost handle of a lock: itself, or the lock a nested handle was made from. */
+export function rootLock(lock: Lock): Lock {
+  return root(lock);
+}
+
+/** A handle for a nested (re-entrant) acquisition of `lock`, sharing its lease. */
+export function nestedLock(lock: Lock): Lock {
+  return nest(lock);
+}
+
+/**
+ * A held lock. Returned by `acquire()`; passed to `withLock()` callbacks; available inside a
+ * locked section through `current()`.
+ *
+ * @example
+ * ```ts
+ * await using lock = await locks.acquire(`invoice-${id}`);
+ * await db.saveInvoice(invoice, { fencingToken: lock.fencingToken, signal: lock.signal });
+ * ```
+ */
+export class Lock implements AsyncDisposable {
+  /** The key as passed to `acquire()`. */
+  readonly key: string;
+  /** Owner name stored with the lock. */
+  readonly owner: string;
+  /**
+   * Fencing token: larger than the token of every earlier holder of this key. Pass it to the
+   * resource you protect and have it reject writes with a smaller token than it has seen.
+   */
+  readonly fencingToken: number;
+  /** When this holder acquired the lock (local wall clock). */
+  readonly acquiredAt: Date;
+  /**
+   * The secret owner token of this holder. With it, `renewLease()` and `releaseLease()` act on
+   * the lock from another process (the CLI prints it). Treat it like a password.
+   */
+  readonly leaseId: string;
+  readonly #controller: AbortController;
+  readonly #host: LockHost;
+  readonly #outer: Lock | undefined;
+
+  static {
+    create = (fields) => new Lock(fields);
+    nest = (lock) => new Lock({ ...lock.#fields(), outer: lock.#outer ?? lock });
+    root = (lock) => lock.#outer ?? lock;
+  }
+
+  /** Locks are created by the lock manager only. */
+  private constructor(fields: LockFields) {
+    this.key = fields.key;
+    this.owner = fields.owner;
+    this.fencingToken = fields.fencingToken;
+    this.acquiredAt = fields.acquiredAt;
+    this.leaseId = fields.leaseId;
+    this.#controller = fields.controller;
+    this.#host = fields.host;
+    this.#outer = fields.outer;
+  }
+
+  /**
+   * Aborts when the lock is lost (taken over, deleted, or its lease ran out without a
+   * heartbeat), with a `LockLostError` as `reason`. Reading it checks the lease on the local
+   * clock first, so `lock.signal.throwIfAborted()` right before a protected write is exact.
+   */
+  get signal(): AbortSignal {
+    this.#host.checkHeld(this.#outer ?? this);
+    return this.#controller.signal;
+  }
+
+  /** Whether this handle still holds the lock: not released, not lost, lease not run out. */
+  get isHeld(): boolean {
+    return this.#host.checkHeld(this.#outer ?? this);
+  }
+
+  /** Whether this is a nested (re-entrant) acquisition; its `release()` leaves the lock to the outer holder. */
+  get isReentrant(): boolean {
+    return this.#outer !== undefined;
+  }
+
+  /**
+   * Releases the lock (one conditional write). Never affects another owner's lock.
+   * @returns `true` if this call released it; `false` if it was no longer held (expired,
+   * taken over, already released) or this is a re-entrant handle.
+   */
+  release(): Promise<boolean> {
+    return this.#outer ? Promise.resolve(false) : this.#host.release(this);
+  }
+
+  /**
+   * Renews the lease now (one conditional write), optionally with a new lease duration that
+   * later heartbeats keep.
+   * @throws LockLostError if the lock is no longer held: for a lost lock, the one its `signal`
+   *   carries, whose `reason` tells why (`expired`, `taken`, `gone`, `shutdown`, or `released`
+   *   after `release()`).
+   */
+  async extend(leaseDuration?: Duration): Promise<void> {
+    try {
+      await this.#host.extend(this.#outer ?? this, leaseDuration);
+    } catch (error) {
+      // The host forgets a lost lease; the handle's signal still says why it was lost.
+      if (error instanceof LockLostError && this.#controller.signal.aborted) throw this.#controller.signal.reason;
+      throw error;
+    }
+  }
+
+  /** Releases the lock at the end of an `await using` block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  #fields(): LockFields {
+    return {
+      key: this.key,
+      owner: this.owner,
+      fencingToken: this.fencingToken,
+      acquiredAt: this.acquiredAt,
+      leaseId: this.leaseId,
+      controller: this.#controller,
+      host: this.#host,
+    };
+  }
+}

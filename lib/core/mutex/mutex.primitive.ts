@@ -1,0 +1,202 @@
+import { LockLostError, LockValidationError } from '../../errors/lock.errors';
+import { KEY_IS_MUTEX, LEASE_ID_INVALID, NOT_HELD_FOR_EXTEND, RELEASED_AT_SHUTDOWN } from '../../errors/lock.messages';
+import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
+import type { LockInfo } from '../../interfaces/lock-info.interface';
+import { isHeld, type LockRecord } from '../../store/mutex/mutex.record';
+import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
+import { CLAIM_LEASE_MS } from '../../store/mutex/mutex-store.protocol';
+import { type Duration, parseLease } from '../../utils/duration';
+import { toStoredKey } from '../../utils/lock-key.validation';
+import { KeyHistory } from '../engine/key-history';
+import { LeaseKeeper } from '../engine/lease.keeper';
+import type { Lock, LockHost } from '../engine/lock';
+import type { HeldLease, Waiter } from '../engine/lock-state';
+import { createWaiter } from '../engine/waiter.factory';
+import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../primitive.interface';
+import { KeyQueues } from './key.queues';
+import { type KeyView, KeyWatcher } from './key.watcher';
+import { LockReleaser } from './lock.releaser';
+
+/**
+ * The mutex (`acquire(key)`): one holder per key, callers of one process in a local FIFO queue
+ * whose head alone talks to DynamoDB, a line of tickets across processes, hand-over to the next
+ * local caller in one write. Its collaborators each do one job: `KeyQueues` (the local queues and
+ * remote acquisitions), `LeaseKeeper` (held leases and heartbeats), `LockReleaser` (release and
+ * hand-over), `KeyWatcher` (reads of a key held elsewhere, for leadership).
+ */
+export class MutexPrimitive implements LockPrimitive {
+  /** What this process learned about contended keys. */
+  private readonly history = new KeyHistory();
+  private readonly store: MutexStorePort;
+  private readonly keeper: LeaseKeeper;
+  private readonly queues: KeyQueues;
+  private readonly releaser: LockReleaser;
+  private readonly watcher: KeyWatcher;
+  private closed = false;
+
+  constructor(private readonly context: PrimitiveContext) {
+    const { options, events, releaseQuietly } = context;
+    const store = (this.store = context.stores.mutex);
+    const { history } = this;
+    const lockHost: LockHost = {
+      release: (lock) => this.releaser.release(lock),
+      extend: (lock, leaseDuration) => this.keeper.extend(lock, leaseDuration),
+      checkHeld: (lock) => this.keeper.checkHeld(lock),
+    };
+    this.keeper = new LeaseKeeper({ options, store, history, events, lockHost, onLost: (lease) => this.queues.onLost(lease) });
+    this.queues = new KeyQueues({
+      options,
+      store,
+      history,
+      events,
+      hold: (waiter, record, validFrom, via, leaseMs) => this.keeper.hold(waiter, record, validFrom, via, leaseMs),
+      releaseQuietly,
+    });
+    const { keeper, queues } = this;
+    this.releaser = new LockReleaser({
+      options,
+      store,
+      history,
+      events,
+      keeper,
+      queues,
+      isClosed: () => this.closed,
+      releaseQuietly,
+    });
+    this.watcher = new KeyWatcher(store, history, options.leaseMs);
+  }
+
+  serves(options: AcquireOptions): boolean {
+    return options.limit === undefined;
+  }
+
+  resolveKey(_scope: string, key: string): PrimitiveKey {
+    const storedKey = toStoredKey(key, this.context.options.keyPrefix);
+    return { storedKey, itemKey: storedKey };
+  }
+
+  itemKeyOf(storedKey: string): string {
+    return storedKey;
+  }
+
+  acquire(key: string, { storedKey }: PrimitiveKey, options: AcquireOptions): Promise<Lock> {
+    let waiter: Waiter;
+    try {
+      waiter = createWaiter(this.context.options, this.context.assertOpen, key, storedKey, options);
+      waiter.trace = this.context.events.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<Lock>((resolve, reject) => {
+      waiter.resolve = resolve;
+      waiter.reject = reject;
+      this.queues.enqueue(waiter, options.signal);
+    });
+  }
+
+  uses(storedKey: string): boolean {
+    return this.queues.slot(storedKey) !== undefined;
+  }
+
+  inUse(key: string): string {
+    return KEY_IS_MUTEX(key);
+  }
+
+  lease(lock: Lock): HeldLease | undefined {
+    return this.keeper.get(lock);
+  }
+
+  /** Reads a key held elsewhere once, noting its version as a waiter's view does (leadership's followers). */
+  watch(storedKey: string): Promise<KeyView> {
+    return this.watcher.watch(storedKey);
+  }
+
+  /**
+   * Renews a lease known only by its key and `leaseId`: one conditional write (through its `Lock`
+   * when this process holds it, so the handle keeps counting the lease it really has).
+   * @throws LockLostError when that lease no longer holds the lock.
+   */
+  async renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
+    const storedKey = toStoredKey(key, this.context.options.keyPrefix);
+    if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
+    const leaseMs = leaseDuration === undefined ? undefined : parseLease(leaseDuration);
+    const own = this.heldLease(storedKey, leaseId);
+    if (own) return this.keeper.extend(own.lock, leaseDuration);
+    const { options } = this.context;
+    const result = await this.store.heartbeat({
+      key: storedKey,
+      holding: { token: leaseId },
+      owner: options.ownerName,
+      leaseMs,
+      ttlLeaseMs: leaseMs ?? options.leaseMs,
+    });
+    if (result.ok) return;
+    // Servers that do not return the blocking item (dynalite) need a read to tell "taken" from "gone".
+    const current = result.current ?? (await this.store.read(storedKey).catch(() => undefined));
+    throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, isHeld(current) ? 'taken' : 'gone');
+  }
+
+  /**
+   * Releases a lease known only by its key and `leaseId`: one conditional write (through its
+   * `Lock` when this process holds it: timers stopped, waiters served).
+   * @returns `true` when that lease's release is done; `false` when it no longer held the lock.
+   */
+  async releaseLease(key: string, leaseId: string): Promise<boolean> {
+    if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
+    const storedKey = toStoredKey(key, this.context.options.keyPrefix);
+    const own = this.heldLease(storedKey, leaseId);
+    if (own) return this.releaser.release(own.lock);
+    return this.store.release(storedKey, { token: leaseId }, this.context.options.leaseMs);
+  }
+
+  /** The lease this manager holds for a stored key with owner token `leaseId`, if any. */
+  private heldLease(storedKey: string, leaseId: string): HeldLease | undefined {
+    const holder = this.queues.slot(storedKey)?.holder;
+    return holder?.token === leaseId && holder.state === 'held' ? holder : undefined;
+  }
+
+  async inspect(_key: string, storedKey: string): Promise<LockInfo | null | undefined> {
+    const record = await this.store.read(storedKey);
+    if (record === undefined) return undefined;
+    return isHeld(record) ? this.toInfo(record) : null;
+  }
+
+  async list(prefix: string): Promise<LockInfo[]> {
+    const found: LockInfo[] = [];
+    for await (const record of this.store.scanHeld(this.context.options.keyPrefix + prefix)) found.push(this.toInfo(record));
+    return found;
+  }
+
+  get heldCount(): number {
+    return this.keeper.size;
+  }
+
+  async close(error: unknown): Promise<void> {
+    this.closed = true;
+    await this.queues.close(error);
+    const held = this.keeper.all();
+    // Code still running under these locks must stop before another owner can take them.
+    for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
+    await Promise.allSettled(held.map((lease) => this.releaser.release(lease.lock)));
+    // Releases started before (a caller's, a lock whose caller had given up) finish with the client.
+    await this.releaser.idle();
+  }
+
+  /** Stops the heartbeat timer, once nothing is held any more. */
+  stop(): void {
+    this.keeper.close();
+  }
+
+  private toInfo(record: LockRecord): LockInfo {
+    return {
+      key: record.key.slice(this.context.options.keyPrefix.length),
+      // A waiter promoted by a release holds before it writes its name and lease (at its first heartbeat).
+      owner: record.owner ?? '',
+      fencingToken: record.fencingToken ?? 0,
+      acquiredAt: new Date(record.acquiredAt ?? record.updatedAt ?? 0),
+      updatedAt: new Date(record.updatedAt ?? record.acquiredAt ?? 0),
+      leaseDuration: record.leaseMs ?? record.claimMs ?? CLAIM_LEASE_MS,
+      data: record.data === undefined ? undefined : JSON.parse(record.data),
+    };
+  }
+}

@@ -1,0 +1,38 @@
+/** Messages for configuration and option validation: module options, call options, durations. */
+
+import { describe } from './message.format';
+
+const DURATION_FORMS = `milliseconds as a number (30000) or a string such as '500ms', '30s', '15 minutes', '1m30s', '1h30m', '2 hours', '1d'`;
+
+export const INVALID_DURATION = (name: string, value: unknown, reason?: string) =>
+  `${name} must be a positive duration; got ${describe(value)}${reason ? ` (${reason})` : ''}. Accepted forms: ${DURATION_FORMS}.`;
+
+export const HEARTBEAT_NOT_BELOW_LEASE = (heartbeatMs: number, leaseMs: number) =>
+  `heartbeatInterval (${heartbeatMs} ms) must be shorter than leaseDuration (${leaseMs} ms); a third of the lease is a good choice and is the default.`;
+
+export const UNKNOWN_OPTION = (scope: string, name: string, suggestion: string | undefined, known: readonly string[]) =>
+  `${scope} has no option "${name}"${suggestion ? `; did you mean "${suggestion}"?` : '.'} Its options: ${known.join(', ')}.`;
+
+export const OPTIONS_NOT_OBJECT = (value: unknown) =>
+  `DynamoLockModule options must be an object; got ${describe(value)}. With forRootAsync(), make useFactory return the options object (a missing return gives undefined).`;
+
+export const KEY_PREFIX_INVALID = (prefix: string, reason: string) =>
+  `DynamoLockModule option "keyPrefix" ${reason}; got ${describe(prefix)}. Use a short prefix such as 'billing:'.`;
+
+export const LEASE_TOO_SHORT = (name: string, ms: number, minMs: number) =>
+  `${name} must be at least ${minMs} ms; got ${ms} ms. A lease shorter than a few DynamoDB round trips is lost before it can be used; leases of seconds are typical.`;
+
+export const LEASE_ID_INVALID = (value: unknown) =>
+  `leaseId must be the non-empty lease id that acquire printed or Lock.leaseId gave; got ${describe(value)}.`;
+
+export const INVALID_OPTION = (name: string, expected: string, value: unknown) =>
+  `DynamoLockModule option "${name}" must be ${expected}; got ${describe(value)}.`;
+
+export const CALL_OPTION_INVALID = (scope: string, name: string, expected: string, value: unknown) =>
+  `${scope} option "${name}" must be ${expected}; got ${describe(value)}.`;
+
+export const INVALID_WAIT = (value: unknown) =>
+  `wait must be a duration, true (wait without limit) or false (a single attempt); got ${describe(value)}. Accepted durations: ${DURATION_FORMS}.`;
+
+export const STORE_INVALID = (value: unknown) =>
+  `DynamoLockModule option "store" must be a MemoryLockStore (new MemoryLockStore()); got ${describe(value)}. Leave it out to keep locks in the DynamoDB table.`;

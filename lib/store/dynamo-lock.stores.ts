@@ -1,0 +1,37 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoStoreOptions } from './dynamo/dynamo-store.options';
+import { ensureLockTable, tableHealth } from './dynamo/lock-table';
+import type { LockStores } from './lock-stores';
+import { DynamoMutexStore } from './mutex/mutex.dynamo-store';
+import { DynamoSemaphoreStore } from './semaphore/semaphore.dynamo-store';
+import type { TableHealth } from './store.protocol';
+
+/** The lock table on DynamoDB: every primitive's items in one table, on one client. */
+export class DynamoLockStores implements LockStores {
+  readonly kind = 'dynamodb';
+  readonly mutex: DynamoMutexStore;
+  readonly semaphore: DynamoSemaphoreStore;
+
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly options: DynamoStoreOptions,
+  ) {
+    this.mutex = new DynamoMutexStore(client, options);
+    this.semaphore = new DynamoSemaphoreStore(client, options);
+  }
+
+  /** The table the stores write to. */
+  get tableName(): string {
+    return this.options.tableName;
+  }
+
+  /** Checks that the table exists with the right key schema, creating it when `create` is set. */
+  prepare(create: boolean): Promise<void> {
+    return ensureLockTable(this.client, this.options.tableName, { create, logger: this.options.logger });
+  }
+
+  /** The table's status, from one `DescribeTable` that stops waiting when `signal` aborts. */
+  health(signal: AbortSignal): Promise<TableHealth> {
+    return tableHealth(this.client, this.options.tableName, signal);
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * Every request about the lock table itself, in one place: `DescribeTable` (start-up check, health),
+ * `CreateTable`, `UpdateTimeToLive` and `DescribeTimeToLive`; and DynamoDB's rule for table names.
+ * Requests on items are each primitive's store's (`store/mutex`, `store/semaphore`).
+ */
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  type DynamoDBClient,
+  ResourceInUseException,
+  ResourceNotFoundException,
+  type TableDescription,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import type { LockLogger } from '../../interfaces/lock-logger.interface';
+import { LockConfigurationError, LockTableError } from '../../errors/lock.errors';
+import {
+  TABLE_CHECK_BAD_ENDPOINT,
+  TABLE_CHECK_FAILED,
+  TABLE_CHECK_NO_CREDENTIALS,
+  TABLE_CHECK_NO_REGION,
+  TABLE_CHECK_UNREACHABLE,
+  TABLE_CREATED,
+  TABLE_MISSING,
+  TABLE_NOT_ACTIVE,
+  TABLE_WRONG_SCHEMA,
+  TABLE_CREATED_WITHOUT_TTL,
+} from '../../errors/lock.messages';
+import { RETRY_MIN_MS, nextRetryMs } from '../../utils/backoff';
+import { monotonicNow, sleep, untilAborted } from '../../utils/clock';
+import { describeEndpoint, type EndpointInfo, isHttpUrl } from './dynamo-endpoint';
+import { TABLE_ATTR } from './table-schema';
+import type { TableHealth } from '../store.protocol';
+import { type ConnectionProblem, connectionProblem, isTransientError } from './transient-error';
+
+/** How long start-up waits for a table that is being created. */
+const ACTIVE_TIMEOUT_MS = 120_000;
+
+/** DynamoDB's rule for table names. */
+const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+
+/** Whether `name` is a valid DynamoDB table name: 3 to 255 of `a-z A-Z 0-9 _ . -`. */
+export function isTableName(name: unknown): name is string {
+  return typeof name === 'string' && TABLE_NAME.test(name);
+}
+
+/** Options of {@link ensureLockTable}. */
+export interface EnsureTableOptions {
+  /** Create the table (on-demand, TTL enabled) when it does not exist. */
+  create: boolean;
+  logger?: Pick<LockLogger, 'log' | 'warn'>;
+}
+
+/**
+ * Makes sure the lock table exists, is ACTIVE and has the expected key schema
+ * (one String partition key named `key`), creating it when asked.
+ * @throws LockTableError when the table is missing (and `create` is off) or has another schema.
+ * @throws LockConfigurationError naming the table, the endpoint and where it was set, with the
+ *   SDK error as `cause`, when DynamoDB cannot be reached or refuses the check (no connection,
+ *   unknown host, endpoint without `http://`, no region, no credentials, access denied).
+ *   Throttling and 5xx answers are thrown as they are.
+ */
+export async function ensureLockTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
+  const endpoint = await describeEndpoint(client);
+  // Without its scheme the SDK sends somewhere else (`localhost:` reads as the scheme) or fails obscurely.
+  if (endpoint.url !== undefined && endpoint.source !== 'default' && !isHttpUrl(endpoint.url)) {
+    throw new LockConfigurationError(TABLE_CHECK_BAD_ENDPOINT(tableName, endpoint));
+  }
+  try {
+    await checkTable(client, tableName, options);
+  } catch (error) {
+    throw tableCheckError(error, tableName, endpoint);
+  }
+}
+
+async function checkTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
+  let table = await describe(client, tableName);
+  if (!table) {
+    if (!options.create) throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
+    table = await createLockTable(client, tableName, options.logger);
+  }
+  assertSchema(tableName, table, options.create);
+  if (table.TableStatus !== 'ACTIVE') await waitUntilActive(client, tableName);
+}
+
+/**
+ * Creates the lock table (PAY_PER_REQUEST, partition key `key`) and enables TTL on `ttl`, and
+ * says so in one line: created with TTL on, or created without TTL and why (dynalite has no TTL).
+ * A concurrent creation by another instance counts as success (and logs nothing).
+ */
+export async function createLockTable(
+  client: DynamoDBClient,
+  tableName: string,
+  logger?: Pick<LockLogger, 'log' | 'warn'>,
+): Promise<TableDescription> {
+  const outcome = await createTableWithTtl(client, tableName);
+  if (outcome.created && outcome.ttlError === undefined) logger?.log(TABLE_CREATED(tableName));
+  else if (outcome.created) logger?.warn(TABLE_CREATED_WITHOUT_TTL(tableName, outcome.ttlError));
+  return outcome.table;
+}
+
+/** What {@link createTableWithTtl} did. */
+export interface TableCreation {
+  /** The table, ACTIVE. */
+  table: TableDescription;
+  /** This call created it (`false`: it existed, or a concurrent creator was first). */
+  created: boolean;
+  /** Why TTL could not be enabled (dynalite has no TTL API), when it could not. */
+  ttlError?: unknown;
+}
+
+/** {@link createLockTable} without the log line: for callers (the CLI) that say it their own way. */
+export async function createTableWithTtl(client: DynamoDBClient, tableName: string): Promise<TableCreation> {
+  let created = false;
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: [{ AttributeName: TABLE_ATTR.key, AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: TABLE_ATTR.key, KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    created = true;
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
+  const table = await waitUntilActive(client, tableName);
+  try {
+    await client.send(
+      new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TABLE_ATTR.ttl, Enabled: true } }),
+    );
+    return { table, created };
+  } catch (error) {
+    // dynalite has no TTL API; a table whose TTL was enabled by a concurrent creator answers with a
+    // validation error.
+    return { table, created, ttlError: error };
+  }
+}
+
+/** The error the table check throws for `error`: a {@link LockConfigurationError} unless it is one, or a server's transient answer. */
+function tableCheckError(error: unknown, tableName: string, endpoint: EndpointInfo): unknown {
+  if (error instanceof LockConfigurationError) return error;
+  const problem = connectionProblem(error);
+  if (!problem && isTransientError(error)) return error;
+  return new LockConfigurationError(tableCheckMessage(problem, error, tableName, endpoint), { cause: error });
+}
+
+/** What the table check says for `error`, by what kept the request from DynamoDB (`problem`), if anything did. */
+function tableCheckMessage(problem: ConnectionProblem | undefined, error: unknown, tableName: string, endpoint: EndpointInfo): string {
+  switch (problem?.kind) {
+    case 'unreachable':
+      return TABLE_CHECK_UNREACHABLE(tableName, endpoint, problem.error);
+    case 'bad-endpoint':
+      return TABLE_CHECK_BAD_ENDPOINT(tableName, endpoint);
+    case 'no-region':
+      return TABLE_CHECK_NO_REGION(tableName, endpoint);
+    case 'no-credentials':
+      return TABLE_CHECK_NO_CREDENTIALS(tableName, endpoint, problem.error);
+    default:
+      return TABLE_CHECK_FAILED(tableName, endpoint, error);
+  }
+}
+
+/** Describes the lock table, or `undefined` when it does not exist. */
+async function describe(client: DynamoDBClient, tableName: string): Promise<TableDescription | undefined> {
+  try {
+    return (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+  } catch (error) {
+    if (error instanceof ResourceNotFoundException) return undefined;
+    throw error;
+  }
+}
+
+function assertSchema(tableName: string, table: TableDescription, createTable: boolean): void {
+  const keys = table.KeySchema ?? [];
+  const types = new Map((table.AttributeDefinitions ?? []).map((d) => [d.AttributeName, d.AttributeType]));
+  const ok = keys.length === 1 && keys[0].AttributeName === TABLE_ATTR.key && keys[0].KeyType === 'HASH' && types.get(TABLE_ATTR.key) === 'S';
+  if (!ok) {
+    const actual = keys.map((k) => `${k.KeyType} "${k.AttributeName}" (${types.get(k.AttributeName) ?? '?'})`).join(', ') || 'none';
+    throw new LockTableError(TABLE_WRONG_SCHEMA(tableName, actual, createTable), tableName, 'wrong-schema');
+  }
+}
+
+async function waitUntilActive(client: DynamoDBClient, tableName: string): Promise<TableDescription> {
+  const started = Date.now();
+  for (let delay = RETRY_MIN_MS; ; delay = nextRetryMs(delay)) {
+    const table = await describe(client, tableName);
+    if (table?.TableStatus === 'ACTIVE') return table;
+    const waited = Date.now() - started;
+    if (waited > ACTIVE_TIMEOUT_MS)
+      throw new LockTableError(TABLE_NOT_ACTIVE(tableName, table?.TableStatus ?? 'missing', waited), tableName, 'not-active');
+    await sleep(delay);
+  }
+}
+
+/**
+ * The lock table's health, from one `DescribeTable`: its status and the latency, or why it could
+ * not be read. Gives up as soon as `signal` aborts, even while the SDK waits between retries.
+ * Never rejects.
+ */
+export async function tableHealth(client: DynamoDBClient, tableName: string, signal: AbortSignal): Promise<TableHealth> {
+  const started = monotonicNow();
+  const latency = () => Math.round(monotonicNow() - started);
+  try {
+    const answer = await untilAborted(signal, client.send(new DescribeTableCommand({ TableName: tableName }), { abortSignal: signal }));
+    return { store: 'dynamodb', table: tableName, tableStatus: answer.Table?.TableStatus ?? 'UNKNOWN', latencyMs: latency() };
+  } catch (error) {
+    return { store: 'dynamodb', table: tableName, latencyMs: latency(), ...healthFailure(error, signal) };
+  }
+}
+
+/** Why a health check failed with `error`. */
+function healthFailure(error: unknown, signal: AbortSignal): Pick<TableHealth, 'failure' | 'error'> {
+  if (signal.aborted) return { failure: 'aborted' };
+  if (error instanceof Error && error.name === 'ResourceNotFoundException') return { failure: 'missing' };
+  return { failure: 'failed', error };
+}
+
+/**
+ * The table's TTL status (`ENABLED`, `DISABLED`, ...), or `undefined` when the server has no
+ * TTL API (dynalite has one that answers `DISABLED`, and cannot enable it). Other errors
+ * (missing table, network) are thrown.
+ */
+export async function describeTtl(client: DynamoDBClient, tableName: string): Promise<string | undefined> {
+  try {
+    const output = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+    return output.TimeToLiveDescription?.TimeToLiveStatus ?? 'DISABLED';
+  } catch (error) {
+    if (error instanceof Error && /UnknownOperation|not supported|UnrecognizedClient/i.test(`${error.name} ${error.message}`))
+      return undefined;
+    throw error;
+  }
+}

@@ -1,0 +1,111 @@
+import type {
+  DynamoDBClient,
+  GetItemCommand,
+  GetItemCommandOutput,
+  ScanCommand,
+  ScanCommandOutput,
+  UpdateItemCommand,
+  UpdateItemCommandOutput,
+} from '@aws-sdk/client-dynamodb';
+import { LockTableError } from '../../errors/lock.errors';
+import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../../errors/lock.messages';
+
+/**
+ * Sends one request within `limitMs` (none when `undefined`). The SDK gets an abort signal, and a
+ * timer also races it, because the SDK may not look at the signal between its own retries. When
+ * the limit runs out, the request rejects with an error named `TimeoutError` (transient for the
+ * engine) whose message is `timeoutMessage(lastAttempt)` and whose cause is the error of the SDK's
+ * last failed attempt, when it was retrying.
+ */
+export async function sendWithinLimit(
+  client: DynamoDBClient,
+  command: UpdateItemCommand | GetItemCommand | ScanCommand,
+  limitMs: number | undefined,
+  timeoutMessage: (lastAttempt: unknown) => string,
+): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  // The error of the SDK's last failed attempt: the time-out's cause when the SDK was retrying.
+  let lastAttempt: unknown;
+  const timedOut = new Promise<never>((_, reject) => {
+    if (limitMs === undefined || !Number.isFinite(limitMs)) return;
+    timer = setTimeout(() => {
+      const error = Object.assign(new Error(timeoutMessage(lastAttempt), lastAttempt === undefined ? undefined : { cause: lastAttempt }), {
+        name: 'TimeoutError',
+      });
+      controller.abort(error);
+      reject(error);
+    }, limitMs);
+  });
+  // The client and the middleware stack have one overload per command, and none for the union.
+  const sdkCommand = command as UpdateItemCommand;
+  // Inside the SDK's retry loop, so it sees each attempt (on this command only).
+  sdkCommand.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        lastAttempt = error;
+        throw error;
+      }
+    },
+    { step: 'finalizeRequest', priority: 'normal', name: 'dynamoLockLastAttempt' },
+  );
+  try {
+    const sent = client.send(sdkCommand, { abortSignal: controller.signal });
+    return await Promise.race([sent, timedOut]);
+  } catch (error) {
+    // The SDK's own abort error, when it noticed the signal first, is our timeout.
+    if (controller.signal.aborted) throw controller.signal.reason;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Sends one request to the lock table within `requestTimeoutMs` ({@link sendWithinLimit}): a hung
+ * server yields a `TimeoutError` (transient, so retried or reported as an outage, never as a busy
+ * lock). A table deleted under a running app becomes a `LockTableError`.
+ */
+export function sendToTable(
+  client: DynamoDBClient,
+  operation: 'UpdateItem',
+  command: UpdateItemCommand,
+  table: TableTarget,
+): Promise<UpdateItemCommandOutput>;
+export function sendToTable(
+  client: DynamoDBClient,
+  operation: 'GetItem',
+  command: GetItemCommand,
+  table: TableTarget,
+): Promise<GetItemCommandOutput>;
+export function sendToTable(
+  client: DynamoDBClient,
+  operation: 'Scan',
+  command: ScanCommand,
+  table: TableTarget,
+): Promise<ScanCommandOutput>;
+export async function sendToTable(
+  client: DynamoDBClient,
+  operation: string,
+  command: UpdateItemCommand | GetItemCommand | ScanCommand,
+  { tableName, requestTimeoutMs }: TableTarget,
+): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
+  try {
+    return await sendWithinLimit(client, command, requestTimeoutMs, (lastAttempt) =>
+      REQUEST_TIMED_OUT(operation, tableName, requestTimeoutMs ?? 0, lastAttempt),
+    );
+  } catch (error) {
+    if (error instanceof Error && error.name === 'ResourceNotFoundException') {
+      throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
+    }
+    throw error;
+  }
+}
+
+/** The table a request goes to, and its time limit in ms (none when absent). */
+export interface TableTarget {
+  tableName: string;
+  requestTimeoutMs?: number;
+}

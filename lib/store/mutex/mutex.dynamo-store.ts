@@ -1,0 +1,323 @@
+import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { randomToken } from '../../utils/random-token';
+import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.record';
+import type { ReadConsistency } from '../store.protocol';
+import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
+import type { MutexStorePort } from './mutex-store.port';
+import type {
+  AcquireWrite,
+  HeartbeatWrite,
+  Holding,
+  SkipWrite,
+  TicketWrite,
+  WriteResult,
+} from './mutex-store.protocol';
+import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
+
+/** One UpdateItem, before attribute names are picked and values completed. */
+interface Update extends UpdateParts {
+  key: string;
+  condition: string;
+  returnNew?: boolean;
+}
+
+/**
+ * Every DynamoDB request on mutex items, and every condition expression, in one place.
+ *
+ * Writes are single conditional `UpdateItem`s. A write that takes or keeps ownership also
+ * matches the writer's own token (`OR #token = :token`) where re-applying it is harmless, so a
+ * write the SDK retries after a lost response succeeds again instead of failing against its own
+ * earlier success. Writes that also move the queue are not re-applied; a retry of one fails its
+ * condition, and the caller recognises its own token in the item instead.
+ */
+export class DynamoMutexStore implements MutexStorePort {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly options: DynamoStoreOptions,
+  ) {}
+
+  /**
+   * Takes the lock in one conditional write: sets the owner token and a new record version. Free:
+   * nobody holds or waits, and the writer takes ticket `tail` (then served) with the fencing
+   * counter as the last release left it (one above the last holder's). Hand-over: the holder gives
+   * it to another caller of its process, the ticket staying the same, the counter raised by one. A counter created anew starts from the current time in
+   * microseconds, so it still exceeds every token of an item TTL deleted earlier; so do tickets.
+   */
+  acquire(write: AcquireWrite): Promise<WriteResult> {
+    const now = Date.now();
+    const values: Record<string, AttributeValue> = {
+      ':token': { S: write.token },
+      ':owner': { S: write.owner },
+      ':rvn': { S: randomToken() },
+      ':lease': { N: String(write.leaseMs) },
+      ':now': { N: String(now) },
+      ':one': { N: '1' },
+    };
+    const set = ['#owner = :owner', '#token = :token', '#rvn = :rvn', '#lease = :lease', '#acquiredAt = :now', '#updatedAt = :now'];
+    // A release recorded before another holder took it no longer answers a retry of it as done.
+    // A free lock has an empty line: the claim leases of its tickets start anew.
+    const remove = ['#live', '#released'];
+    if (write.condition.kind === 'free') remove.push('#claims');
+    if (write.data === undefined) remove.push('#data');
+    else {
+      set.push('#data = :data');
+      values[':data'] = { S: write.data };
+    }
+    let condition: string;
+    if (write.condition.kind === 'free') {
+      values[':base'] = { N: String(now * 1000) };
+      // The counter as the last release (or skip) left it: one above the last holder's, and unused.
+      set.push(
+        '#fence = if_not_exists(#fence, :base)',
+        '#head = if_not_exists(#tail, :base)',
+        '#tail = if_not_exists(#tail, :base) + :one',
+        // The ticket taken is this writer's: a waiter retrying an enqueue whose answer was lost
+        // must not mistake it for its own (it would answer roll calls for a ticket it never got).
+        '#tailToken = :token',
+      );
+      // Not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
+      condition = 'attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)';
+    } else {
+      set.push('#fence = #fence + :one');
+      // Re-applicable by the new holder (the head does not move): a retried hand-over succeeds again.
+      condition = `${holdingCondition(write.condition.from, values, ':from')} OR #token = :token`;
+    }
+    return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
+  }
+
+  /**
+   * Takes the next ticket (`tail`) for a waiter: its place in line, served once `head` reaches it.
+   * The item keeps no list of waiters, so this write and every other stays small whoever waits.
+   * A retry of this write after a lost answer fails (its token is the last ticket's) instead of
+   * taking a second ticket, unless another waiter took one in between. The answer is the item as
+   * written: the waiter's ticket is `tail - 1`; when that is `head` the lock was free and it is
+   * the waiter's already. Keeps the record version: waiters watching the holder are not reset.
+   */
+  enqueue(write: TicketWrite): Promise<WriteResult> {
+    const now = Date.now();
+    return this.update(
+      {
+        key: write.key,
+        set: [
+          '#tail = if_not_exists(#tail, :base) + :one',
+          '#head = if_not_exists(#head, :base)',
+          '#fence = if_not_exists(#fence, :base)',
+          '#tailToken = :token',
+          // A new item gets a version, so that waiters can watch (and pass) a first holder that dies.
+          '#rvn = if_not_exists(#rvn, :rvn)',
+          '#updatedAt = if_not_exists(#updatedAt, :now)',
+        ],
+        add: ['#claims :claim'],
+        condition:
+          '(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))',
+        values: {
+          ':token': { S: write.token },
+          ':base': { N: String(now * 1000) },
+          ':one': { N: '1' },
+          ':rvn': { S: randomToken() },
+          ':now': { N: String(now) },
+          ':claim': { NS: [String(Math.round(write.claimMs))] },
+        },
+        returnNew: true,
+      },
+      0,
+      now,
+    );
+  }
+
+  /**
+   * Passes a holder (or a promoted waiter) whose record version `write.rvn` stayed unchanged for
+   * its whole lease: `head` moves to `write.target`, the fencing counter rises, and the writer holds
+   * when the target is its own ticket. Fails when the version changed (the holder is alive) or the
+   * roll call changed since it was read.
+   */
+  skip(write: SkipWrite): Promise<WriteResult> {
+    const now = Date.now();
+    const values: Record<string, AttributeValue> = {
+      ':seenRvn': { S: write.rvn },
+      ':rvn': { S: randomToken() },
+      ':target': { N: String(write.target) },
+      ':now': { N: String(now) },
+      ':one': { N: '1' },
+    };
+    const set = ['#head = :target', '#fence = #fence + :one', '#rvn = :rvn', '#updatedAt = :now'];
+    const remove = ['#live'];
+    const { holder } = write;
+    if (holder) {
+      set.push('#token = :token', '#owner = :owner', '#lease = :lease', '#acquiredAt = :now');
+      Object.assign(values, { ':token': { S: holder.token }, ':owner': { S: holder.owner }, ':lease': { N: String(holder.leaseMs) } });
+      if (holder.data === undefined) remove.push('#data');
+      else {
+        set.push('#data = :data');
+        values[':data'] = { S: holder.data };
+      }
+    } else remove.push('#token', '#owner', '#data', '#lease', '#acquiredAt');
+    let live = 'attribute_not_exists(#live)';
+    if (write.live !== undefined) {
+      live = '#live = :seenLive';
+      values[':seenLive'] = { N: String(write.live) };
+    }
+    return this.update(
+      {
+        key: write.key,
+        set,
+        remove,
+        // A holder's ticket was taken (below `tail`); without one, `head` may reach `tail` (free).
+        condition: `#rvn = :seenRvn AND ${live} AND #head < :target AND #tail ${holder ? '>' : '>='} :target`,
+        values,
+        returnNew: true,
+      },
+      holder?.leaseMs,
+      now,
+    );
+  }
+
+  /**
+   * Answers the roll call of a stalled head: records `ticket` as alive when it is the smallest
+   * so far, so that the write passing the head goes straight to it. Keeps the record version.
+   */
+  markAlive(key: string, rvn: string, ticket: number): Promise<WriteResult> {
+    return this.update(
+      {
+        key,
+        set: ['#live = :ticket'],
+        condition: '#rvn = :seenRvn AND (attribute_not_exists(#live) OR #live > :ticket) AND #tail > :ticket',
+        values: { ':seenRvn': { S: rvn }, ':ticket': { N: String(ticket) } },
+      },
+      undefined,
+    );
+  }
+
+  /**
+   * Keeps a held lock alive: a new record version (which waiters watch), a fresh TTL, a new lease
+   * duration (`undefined` keeps the stored one), and the holder's data when given. A promoted
+   * waiter's first heartbeat also writes its token and owner name. Ends any roll call.
+   * Returns the item, so the holder learns how many wait.
+   */
+  heartbeat(write: HeartbeatWrite): Promise<WriteResult> {
+    const now = Date.now();
+    const values: Record<string, AttributeValue> = {
+      ':rvn': { S: randomToken() },
+      ':now': { N: String(now) },
+      ':owner': { S: write.owner },
+      ':acquiredAt': { N: String(write.acquiredAt ?? now) },
+    };
+    const condition = holdingCondition(write.holding, values);
+    const set = [
+      '#rvn = :rvn',
+      '#updatedAt = :now',
+      '#token = :token',
+      '#owner = if_not_exists(#owner, :owner)',
+      '#acquiredAt = if_not_exists(#acquiredAt, :acquiredAt)',
+    ];
+    if (write.leaseMs !== undefined) {
+      set.push('#lease = :lease');
+      values[':lease'] = { N: String(write.leaseMs) };
+    }
+    if (write.data !== undefined) {
+      set.push('#data = :data');
+      values[':data'] = { S: write.data };
+    }
+    return this.update({ key: write.key, set, remove: ['#live'], condition, values, returnNew: true }, write.ttlLeaseMs, now);
+  }
+
+  /**
+   * Releases a held lock in one write that also serves the next ticket: `head` moves on by one
+   * (the lock is free when it reaches `tail`), the fencing counter rises for the next holder, the
+   * holder's attributes go. Records the released token, so a retry of a release whose answer was
+   * lost still reports success (without writing again).
+   * @returns `false` when the holding no longer held the lock (nothing was changed).
+   */
+  async release(key: string, holding: Holding, leaseMs: number, heldMs?: number): Promise<boolean> {
+    const now = Date.now();
+    const values: Record<string, AttributeValue> = {
+      ':rvn': { S: randomToken() },
+      ':now': { N: String(now) },
+      ':one': { N: '1' },
+      ...heldValue(heldMs),
+    };
+    const condition = holdingCondition(holding, values);
+    const result = await this.update(
+      {
+        key,
+        set: [
+          '#head = #head + :one',
+          '#fence = #fence + :one',
+          '#rvn = :rvn',
+          '#released = :token',
+          '#updatedAt = :now',
+          ...lastHold(heldMs),
+        ],
+        remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live', ...noHold(heldMs)],
+        condition,
+        values,
+      },
+      leaseMs,
+      now,
+    );
+    if (result.ok) return true;
+    // A retry after a lost answer finds its own released token (no write: waiters watch the record version).
+    const current = result.current ?? (await this.read(key));
+    return current?.released === holding.token;
+  }
+
+  /** One read of a lock item: strongly consistent unless `'eventual'` (timing reads). */
+  async read(key: string, consistency: ReadConsistency = 'strong'): Promise<LockRecord | undefined> {
+    const item = await readItem(this.client, this.options, key, consistency);
+    return item ? toLockRecord(item) : undefined;
+  }
+
+  /** Every held lock whose stored key starts with `prefix` (a paginated Scan; for tools, not hot paths). */
+  async *scanHeld(prefix: string): AsyncGenerator<LockRecord> {
+    for await (const item of scanItems(this.client, this.options, HELD, ATTRIBUTE_NAMES, prefix)) yield toLockRecord(item);
+  }
+
+  /**
+   * Sends one conditional UpdateItem. With a lease, refreshes the TTL attribute: the later of
+   * `ttlDays` and two leases from now, in epoch seconds (`ttlDays: 0` removes it).
+   */
+  private async update(update: Update, ttlLeaseMs: number | undefined, now = Date.now()): Promise<WriteResult> {
+    const result = await updateItem(
+      this.client,
+      this.options,
+      { ...update, names: ATTRIBUTE_NAMES, returnNew: update.returnNew ?? false },
+      ttlLeaseMs,
+      now,
+    );
+    if (result.ok) return { ok: true, record: toLockRecord(result.item ?? { [ATTR.key]: { S: update.key } }) };
+    return { ok: false, current: result.item ? toLockRecord(result.item) : undefined };
+  }
+}
+
+/** A held item: its holder wrote its token, or a ticket is served (a promoted waiter that has not written yet). */
+const HELD = 'attribute_exists(#token) OR #head < #tail';
+
+/**
+ * The condition that `holding` still holds the item: its token is there, or no token is and `head`
+ * serves its ticket. Adds `:token` (and the ticket) to `values`, under `prefix`.
+ */
+function holdingCondition(holding: Holding, values: Record<string, AttributeValue>, prefix = ':'): string {
+  const token = prefix === ':' ? ':token' : `${prefix}Token`;
+  values[token] = { S: holding.token };
+  if (holding.ticket === undefined) return `#token = ${token}`;
+  const ticket = prefix === ':' ? ':ticket' : `${prefix}Ticket`;
+  values[ticket] = { N: String(holding.ticket) };
+  return `(#token = ${token} OR (attribute_not_exists(#token) AND #head = ${ticket}))`;
+}
+
+/** `SET` clause recording the hold time, when known. */
+function lastHold(heldMs: number | undefined): string[] {
+  return heldMs === undefined ? [] : ['#lastHold = :held'];
+}
+
+/**
+ * `REMOVE` of the last hold time by a release that knows none (a waiter that gave up, a lease
+ * released by id): left in place, it would be read as this release's hold, and counted again.
+ */
+function noHold(heldMs: number | undefined): string[] {
+  return heldMs === undefined ? ['#lastHold'] : [];
+}
+
+function heldValue(heldMs: number | undefined): Record<string, AttributeValue> {
+  return heldMs === undefined ? {} : { ':held': { N: String(Math.max(0, Math.round(heldMs))) } };
+}

@@ -1,0 +1,283 @@
+import { randomToken } from '../../utils/random-token';
+import { ATTR, isHeld, type LockRecord } from './mutex.record';
+import type { ReadConsistency } from '../store.protocol';
+import type { MutexStorePort } from './mutex-store.port';
+import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+
+/** One lock item with the DynamoDB store's attributes; an absent attribute is `undefined`. */
+interface StoredItem {
+  key: string;
+  owner?: string;
+  token?: string;
+  rvn?: string;
+  leaseMs?: number;
+  fence?: number;
+  acquiredAt?: number;
+  updatedAt?: number;
+  data?: string;
+  releasedToken?: string;
+  lastHoldMs?: number;
+  /** Epoch seconds, as the DynamoDB store writes it with the default `ttlDays` (2); counts toward the size. */
+  ttl?: number;
+  head?: number;
+  tail?: number;
+  tailToken?: string;
+  live?: number;
+  /** The `claims` number set; DynamoDB has no empty sets, so never empty here either. */
+  claims?: number[];
+}
+
+/** Compile-time check: every stored field is named as the DynamoDB store names the attribute. */
+type NotAnAttribute = Exclude<keyof StoredItem, (typeof ATTR)[keyof typeof ATTR]>;
+const FIELDS_ARE_ATTRIBUTES: [NotAnAttribute] extends [never] ? true : never = true;
+void FIELDS_ARE_ATTRIBUTES;
+
+/** Days the DynamoDB store keeps an item after its last write by default (`ttlDays`). */
+const DEFAULT_TTL_DAYS = 2;
+
+/**
+ * Thrown for a request DynamoDB would reject as invalid (arithmetic on a missing counter), shaped like the SDK's `ValidationException`: a client error, HTTP 400, never retried.
+ */
+class MemoryStoreValidationError extends Error {
+  override readonly name = 'ValidationException';
+  readonly $fault = 'client';
+  readonly $metadata = { httpStatusCode: 400 };
+}
+
+/**
+ * A {@link MutexStorePort} in process memory, for tests: the same records and the same
+ * conditional writes as the DynamoDB store, each applied atomically, with no server.
+ *
+ * Every method mirrors one `UpdateItem`/`GetItem`/`Scan` of `DynamoMutexStore` condition for condition,
+ * including its quirks: a write that keeps ownership without moving a ticket counter is
+ * re-applicable by the same token, a failed write reports the record as it was (what
+ * `ReturnValuesOnConditionCheckFailure: ALL_OLD` returns), `enqueue` and `markAlive` keep the record
+ * version, and a release keeps the fencing counter. Leases are not enforced by the
+ * store (they are not in DynamoDB either): a holder that stops heartbeating is taken over by waiters that watched
+ * its record version for a whole lease.
+ *
+ * Records are copied in and out, so callers never share state with the store. Each call answers
+ * asynchronously (after a microtask), like a real store, and is applied at that moment. It is
+ * reached through `MemoryLockStore.mutex`, so managers sharing a memory store share its locks.
+ */
+export class MemoryMutexStore implements MutexStorePort {
+  private readonly items = new Map<string, StoredItem>();
+
+  /** Number of records (free or held) the store keeps. */
+  get size(): number {
+    return this.items.size;
+  }
+
+  /** Forgets every record. */
+  clear(): void {
+    this.items.clear();
+  }
+
+  async acquire(write: AcquireWrite): Promise<WriteResult> {
+    const w = structuredClone(write);
+    await tick();
+    return this.update(w.key, (item) => {
+      const now = Date.now();
+      const holder: StoredItem = {
+        ...item,
+        owner: w.owner,
+        token: w.token,
+        rvn: randomToken(),
+        leaseMs: w.leaseMs,
+        acquiredAt: now,
+        updatedAt: now,
+        data: w.data,
+        live: undefined,
+        releasedToken: undefined,
+        ttl: ttlOf(now, w.leaseMs),
+      };
+      if (w.condition.kind === 'free') {
+        if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
+        const base = now * 1000;
+        return {
+          ...holder,
+          fence: item.fence ?? base,
+          head: item.tail ?? base,
+          tail: (item.tail ?? base) + 1,
+          tailToken: w.token,
+          claims: undefined,
+        };
+      }
+      if (!holds(item, w.condition.from) && item.token !== w.token) return undefined;
+      return { ...holder, fence: fenceOf(item) + 1 };
+    });
+  }
+
+  async enqueue(write: TicketWrite): Promise<WriteResult> {
+    const w = structuredClone(write);
+    await tick();
+    return this.update(w.key, (item) => {
+      if (item.tailToken === w.token || (item.head === undefined && item.token !== undefined)) return undefined;
+      const base = Date.now() * 1000;
+      // No new record version: waiters that watch the holder's version are not reset by a newcomer.
+      const now = Date.now();
+      return {
+        ...item,
+        tail: (item.tail ?? base) + 1,
+        head: item.head ?? base,
+        fence: item.fence ?? base,
+        tailToken: w.token,
+        claims: [...new Set([...(item.claims ?? []), Math.round(w.claimMs)])],
+        rvn: item.rvn ?? randomToken(),
+        updatedAt: item.updatedAt ?? now,
+        ttl: ttlOf(now, 0),
+      };
+    });
+  }
+
+  async skip(write: SkipWrite): Promise<WriteResult> {
+    const w = structuredClone(write);
+    await tick();
+    return this.update(w.key, (item) => {
+      if (item.rvn !== w.rvn || item.live !== w.live || item.tail === undefined || item.head === undefined || item.head >= w.target)
+        return undefined;
+      if (w.holder ? item.tail <= w.target : item.tail < w.target) return undefined;
+      const now = Date.now();
+      const passed: StoredItem = { ...item, head: w.target, fence: fenceOf(item) + 1, rvn: randomToken(), updatedAt: now, live: undefined };
+      if (!w.holder) return { ...passed, token: undefined, owner: undefined, data: undefined, leaseMs: undefined, acquiredAt: undefined };
+      const { token, owner, leaseMs, data } = w.holder;
+      return { ...passed, token, owner, leaseMs, data, acquiredAt: now, ttl: ttlOf(now, leaseMs) };
+    });
+  }
+
+  async markAlive(key: string, rvn: string, ticket: number): Promise<WriteResult> {
+    await tick();
+    const result = this.update(key, (item) =>
+      item.rvn === rvn && (item.live === undefined || item.live > ticket) && item.tail !== undefined && item.tail > ticket
+        ? { ...item, live: ticket }
+        : undefined,
+    );
+    // Like the DynamoDB store, which asks for no attributes back: a success carries only the key.
+    return result.ok ? { ok: true, record: toRecord({ key }) } : result;
+  }
+
+  async heartbeat(write: HeartbeatWrite): Promise<WriteResult> {
+    const w = structuredClone(write);
+    await tick();
+    return this.update(w.key, (item) => {
+      if (!holds(item, w.holding)) return undefined;
+      const now = Date.now();
+      return {
+        ...item,
+        token: w.holding.token,
+        owner: item.owner ?? w.owner,
+        acquiredAt: item.acquiredAt ?? w.acquiredAt ?? now,
+        rvn: randomToken(),
+        updatedAt: now,
+        leaseMs: w.leaseMs ?? item.leaseMs,
+        data: w.data ?? item.data,
+        live: undefined,
+        ttl: ttlOf(now, w.ttlLeaseMs),
+      };
+    });
+  }
+
+  async release(key: string, holding: Holding, leaseMs: number, heldMs?: number): Promise<boolean> {
+    const h = structuredClone(holding);
+    await tick();
+    const result = this.update(key, (item) => {
+      if (!holds(item, h)) return undefined;
+      // `#head + :one` on a missing counter: DynamoDB rejects the request.
+      if (item.head === undefined || item.fence === undefined) {
+        throw new MemoryStoreValidationError('The provided expression refers to an attribute that does not exist in the item');
+      }
+      const now = Date.now();
+      return {
+        ...item,
+        head: item.head + 1,
+        fence: item.fence + 1,
+        rvn: randomToken(),
+        releasedToken: h.token,
+        updatedAt: now,
+        ttl: ttlOf(now, leaseMs),
+        lastHoldMs: heldMs === undefined ? undefined : Math.max(0, Math.round(heldMs)),
+        token: undefined,
+        owner: undefined,
+        data: undefined,
+        leaseMs: undefined,
+        acquiredAt: undefined,
+        live: undefined,
+      };
+    });
+    // A retried release: already released by this token (nothing written again).
+    return result.ok || result.current?.released === h.token;
+  }
+
+  /** Reads one record; with no replicas here, an eventually consistent read is as current as a strong one. */
+  async read(key: string, _consistency?: ReadConsistency): Promise<LockRecord | undefined> {
+    await tick();
+    const item = this.items.get(key);
+    return item ? toRecord(item) : undefined;
+  }
+
+  async *scanHeld(prefix: string): AsyncGenerator<LockRecord> {
+    await tick();
+    const held = [...this.items.values()].map(toRecord).filter((record) => isHeld(record) && record.key.startsWith(prefix));
+    for (const record of held) yield record;
+  }
+
+  /**
+   * One conditional write: `change` gets a copy of the item (an empty one when it is missing) and
+   * returns the new item, or `undefined` when the condition fails; then nothing changes, and the
+   * answer carries the item as it was (none when it did not exist).
+   */
+  private update(key: string, change: (item: StoredItem) => StoredItem | undefined): WriteResult {
+    const before = this.items.get(key);
+    const next = change(structuredClone(before ?? { key }));
+    if (!next) return { ok: false, current: before ? toRecord(before) : undefined };
+    const stored = structuredClone(next);
+    this.items.set(key, stored);
+    return { ok: true, record: toRecord(stored) };
+  }
+}
+
+/** Lets the caller's code run on before the "server" answers. Not a timer, so fake timers do not stall it. */
+function tick(): Promise<void> {
+  return Promise.resolve();
+}
+
+/** The DynamoDB store's holding condition: the token is in the item, or none is and `head` serves the ticket. */
+function holds(item: StoredItem, holding: Holding): boolean {
+  if (item.token === holding.token) return true;
+  return holding.ticket !== undefined && item.token === undefined && item.head === holding.ticket;
+}
+
+/** `#fence + :one` on a missing counter: DynamoDB rejects the request (no held item lacks one). */
+function fenceOf(item: StoredItem): number {
+  if (item.fence === undefined) {
+    throw new MemoryStoreValidationError('The provided expression refers to an attribute that does not exist in the item');
+  }
+  return item.fence;
+}
+
+/** The TTL attribute the DynamoDB store writes with the default `ttlDays`: epoch seconds. */
+function ttlOf(now: number, leaseMs: number): number {
+  return Math.ceil((now + Math.max(DEFAULT_TTL_DAYS * 86_400_000, 2 * leaseMs)) / 1000);
+}
+
+/** The item as `toLockRecord` presents a DynamoDB item: an empty data string reads as none. */
+function toRecord(item: StoredItem): LockRecord {
+  return {
+    key: item.key,
+    owner: item.owner,
+    token: item.token,
+    rvn: item.rvn,
+    leaseMs: item.leaseMs,
+    fencingToken: item.fence,
+    acquiredAt: item.acquiredAt,
+    updatedAt: item.updatedAt,
+    data: item.data || undefined,
+    released: item.releasedToken,
+    lastHoldMs: item.lastHoldMs,
+    head: item.head,
+    tail: item.tail,
+    tailToken: item.tailToken,
+    live: item.live,
+    claimMs: item.claims?.length ? Math.max(...item.claims) : undefined,
+  };
+}

@@ -1,0 +1,130 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { TABLE_ATTR } from '../dynamo/table-schema';
+
+/**
+ * The attributes of a lock item, named once. Several are DynamoDB reserved words
+ * (`key`, `owner`, `data`, `ttl`), so every expression refers to them through
+ * {@link ATTRIBUTE_NAMES} placeholders, never bare.
+ */
+export const ATTR = {
+  /** Partition key (String): key prefix + user key. */
+  key: TABLE_ATTR.key,
+  /** Human-readable holder name (host name and pid by default). */
+  owner: 'owner',
+  /** Secret owner token of the current holder; absent when the lock is free. */
+  token: 'token',
+  /** Record version number: a fresh random value on every write. */
+  rvn: 'rvn',
+  /** The holder's lease duration in milliseconds. */
+  lease: 'leaseMs',
+  /** Fencing counter: one above the last holder's after every release, hand-over or pass; a new holder takes it as it is. */
+  fence: 'fence',
+  /** Wall-clock acquisition time (ms since epoch); informational only. */
+  acquiredAt: 'acquiredAt',
+  /** Wall-clock time of the last write (ms since epoch); informational only. */
+  updatedAt: 'updatedAt',
+  /** JSON payload stored with the lock. */
+  data: 'data',
+  /** Owner token of the last release, so a retried release recognises itself. */
+  released: 'releasedToken',
+  /** How long the last holder kept the lock, in ms: waiters time their polls by it. */
+  lastHold: 'lastHoldMs',
+  /** Expiry for DynamoDB TTL, in epoch seconds; garbage collection only. */
+  ttl: TABLE_ATTR.ttl,
+  /**
+   * Ticket now served: the holder's place in line. Every waiter of another process takes a ticket
+   * (`tail`) and holds the lock once `head` reaches it; a release moves `head` on by one.
+   */
+  head: 'head',
+  /** Next ticket to hand out. The lock is free when `head` = `tail`: nobody holds or waits. */
+  tail: 'tail',
+  /** Token of the last ticket taken, so a retried enqueue does not take a second one. */
+  tailToken: 'tailToken',
+  /**
+   * Roll call while the head stalls: the smallest ticket whose waiter said it is alive. The write
+   * that passes a dead head goes straight to it, past every dead ticket in between.
+   */
+  live: 'live',
+  /**
+   * Number set of the claim leases of the tickets taken since the line was last empty (one value
+   * per lease in use, so it stays tiny): a promoted waiter that stays silent is passed after the
+   * largest of them, not after the longest possible claim lease.
+   */
+  claims: 'claims',
+} as const;
+
+/** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key`, ... */
+export const ATTRIBUTE_NAMES: Record<string, string> = Object.fromEntries(Object.entries(ATTR).map(([alias, name]) => [`#${alias}`, name]));
+
+/** A lock item as read from DynamoDB. */
+export interface LockRecord {
+  key: string;
+  owner?: string;
+  token?: string;
+  rvn?: string;
+  leaseMs?: number;
+  fencingToken?: number;
+  acquiredAt?: number;
+  updatedAt?: number;
+  data?: string;
+  /** How long the last holder kept the lock (ms, its monotonic clock): waiters time their polls by it. */
+  lastHoldMs?: number;
+  /** Token of the last release (or promotion) of this item. */
+  released?: string;
+  /** Ticket now served (absent on items never locked by a waiter of another process). */
+  head?: number;
+  /** Next ticket to hand out; the lock is free when it equals `head`. */
+  tail?: number;
+  /** Token of the last ticket taken. */
+  tailToken?: string;
+  /** Smallest ticket that answered the roll call of a stalled head. */
+  live?: number;
+  /** The largest claim lease of the tickets taken since the line was last empty. */
+  claimMs?: number;
+}
+
+/**
+ * Whether a record shows the lock held: by the token it carries, or by the waiter whose ticket
+ * `head` serves (a waiter promoted by a release holds before it writes its token).
+ */
+export function isHeld(record: LockRecord | undefined): boolean {
+  if (!record) return false;
+  if (record.token !== undefined) return true;
+  return record.head !== undefined && record.tail !== undefined && record.head < record.tail;
+}
+
+/** Tickets taken behind the one now served: waiters of other processes (some may have died). */
+export function ticketsWaiting(record: LockRecord | undefined): number {
+  if (!record || record.head === undefined || record.tail === undefined) return 0;
+  return Math.max(0, record.tail - record.head - 1);
+}
+
+/** Converts a DynamoDB item into a {@link LockRecord}. */
+export function toLockRecord(item: Record<string, AttributeValue>): LockRecord {
+  return {
+    key: item[ATTR.key]?.S ?? '',
+    owner: item[ATTR.owner]?.S,
+    token: item[ATTR.token]?.S,
+    rvn: item[ATTR.rvn]?.S,
+    leaseMs: num(item[ATTR.lease]),
+    fencingToken: num(item[ATTR.fence]),
+    acquiredAt: num(item[ATTR.acquiredAt]),
+    updatedAt: num(item[ATTR.updatedAt]),
+    data: item[ATTR.data]?.S || undefined,
+    released: item[ATTR.released]?.S,
+    lastHoldMs: num(item[ATTR.lastHold]),
+    head: num(item[ATTR.head]),
+    tail: num(item[ATTR.tail]),
+    tailToken: item[ATTR.tailToken]?.S,
+    live: num(item[ATTR.live]),
+    claimMs: largest(item[ATTR.claims]?.NS),
+  };
+}
+
+function largest(numbers: string[] | undefined): number | undefined {
+  return numbers?.length ? Math.max(...numbers.map(Number)) : undefined;
+}
+
+function num(value: AttributeValue | undefined): number | undefined {
+  return value?.N === undefined ? undefined : Number(value.N);
+}
