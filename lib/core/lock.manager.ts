@@ -7,7 +7,7 @@ import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
 import type { Duration } from '../utils/duration';
 import { toStoredKey } from '../utils/lock-key.validation';
-import { type Lock, nestedLock, rootLock } from './engine/lock';
+import { type Lock, nestedLock } from './engine/lock';
 import { LockContext } from './engine/lock.context';
 import { LockEvents } from './engine/lock.events';
 import { exposeInternals } from './engine/lock.internals';
@@ -33,8 +33,6 @@ export class LockManager {
   private readonly primitives: Primitives;
   private readonly leadership: LeaderCampaigns;
   private readonly context = new LockContext();
-  /** Locks whose re-entrant scope ended before their release (see {@link endScope}). */
-  private readonly scopesEnded = new WeakSet<Lock>();
   private closed = false;
 
   /** @throws LockConfigurationError when an option is invalid. */
@@ -66,7 +64,7 @@ export class LockManager {
       stores,
       runHolding: (lock, fn) => this.runHolding(lock, fn),
       releaseQuietly,
-      endScope: (lock) => this.endScope(lock),
+      endScope: (lock) => this.context.endScope(lock),
     });
   }
 
@@ -114,7 +112,7 @@ export class LockManager {
       const primitive = all.find((p) => p !== mutex && p.serves(options)) ?? mutex;
       const resolved = primitive.resolveKey(scope, key, options);
       this.assertOnly(primitive, key, resolved.storedKey);
-      const nested = this.context.get(resolved.itemKey, this.inScope);
+      const nested = this.context.get(resolved.itemKey);
       if (nested) return Promise.resolve(nestedLock(nested));
       return primitive.acquire(key, resolved, options);
     } catch (error) {
@@ -191,26 +189,14 @@ export class LockManager {
    * Set inside `withLock()` callbacks and `@WithLock` methods.
    */
   current(key?: string): Lock | undefined {
-    if (key === undefined) return this.context.get(undefined, this.inScope);
+    if (key === undefined) return this.context.get();
     const storedKey = this.options.keyPrefix + key;
     for (const primitive of this.primitives.all) {
-      const lock = this.context.get(primitive.itemKeyOf(storedKey), this.inScope);
+      const lock = this.context.get(primitive.itemKeyOf(storedKey));
       if (lock) return lock;
     }
     return undefined;
   }
-
-  /**
-   * Ends the re-entrant scope of `lock` before its release: work still running in its async
-   * context (timers, listeners) no longer sees it through `current()` nor joins it re-entrantly,
-   * and waits for the lock like any other caller. Used when a release is delayed (`holdAtLeast`).
-   */
-  private endScope(lock: Lock): void {
-    this.scopesEnded.add(lock);
-  }
-
-  /** Whether a lock in the async context may still be used: held, and its scope not ended. */
-  private readonly inScope = (lock: Lock): boolean => !this.scopesEnded.has(rootLock(lock)) && lock.isHeld;
 
   /**
    * Renews a lease known only by its key and `leaseId` (for example one acquired by another

@@ -237,3 +237,8 @@ export class KeyHistory {
     return facts;
   }
 }
+
+/** Who holds the lock a record shows, as the busy error and the takeover event name it. */
+export function holderOf(record: LockRecord): LockHolder {
+  return { owner: record.owner, fencingToken: record.fencingToken, leaseDuration: record.leaseMs ?? silentMs(record) };
+}

@@ -4,8 +4,8 @@ import { DynamoLockError, LockLostError } from '../../errors/lock.errors';
 import { LEADERSHIP_ENDED, LEADERSHIP_LISTENER_FAILED, LEADERSHIP_NOT_LEADING, LEADERSHIP_RETRY } from '../../errors/lock.messages';
 import type { LockEvent } from '../../interfaces/lock-event.interface';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
-import { nextRetryMs, RETRY_MIN_MS } from '../../utils/backoff';
-import { jitter, sleep } from '../../utils/clock';
+import { sleep } from '../../utils/clock';
+import { RetryBackoff } from '../waiting/retry.backoff';
 import type { LeadSettings } from './lead-options';
 
 /** What a campaign needs from the lock manager. */
@@ -59,7 +59,7 @@ export class LeaderCampaign {
   private readonly electedListeners = new Set<(lock: Lock) => void>();
   private readonly revokedListeners = new Set<(reason: LockLostError) => void>();
   private waiters: ElectionWaiter[] = [];
-  private retryMs = RETRY_MIN_MS;
+  private readonly backoff = new RetryBackoff();
   private failing = false;
 
   constructor(
@@ -225,18 +225,17 @@ export class LeaderCampaign {
 
   /** Logs a failed request (a warning for the first of a series) and returns the pause before the next. */
   private failed(error: unknown): number {
-    const delayMs = Math.min(jitter(this.retryMs), this.settings.watchMs);
+    const delayMs = this.backoff.next(this.settings.watchMs);
     const message = LEADERSHIP_RETRY(this.settings.name, error, delayMs);
     if (this.failing) this.host.logger.debug?.(message);
     else this.host.logger.warn?.(message);
     this.failing = true;
-    this.retryMs = nextRetryMs(this.retryMs);
     return delayMs;
   }
 
   private recovered(): void {
     this.failing = false;
-    this.retryMs = RETRY_MIN_MS;
+    this.backoff.reset();
   }
 
   /** Sleeps, or returns early when the campaign ends. */

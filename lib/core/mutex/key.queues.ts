@@ -1,5 +1,5 @@
 import { LockBusyError, LockUnavailableError } from '../../errors/lock.errors';
-import { LOCK_BUSY, LOCK_UNAVAILABLE } from '../../errors/lock.messages';
+import { LOCK_BUSY } from '../../errors/lock.messages';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import { monotonicNow } from '../../utils/clock';
 import { MAX_DURATION_MS } from '../../utils/duration';
@@ -9,7 +9,9 @@ import type { LockEvents } from '../engine/lock.events';
 import type { ResolvedLockOptions } from '../engine/lock-options.resolver';
 import type { HeldLease, KeySlot, Waiter } from '../engine/lock-state';
 import { settleWaiter } from '../engine/waiter.settle';
-import { type AcquisitionHost, RemoteAcquisition } from './remote-acquisition';
+import type { AcquisitionHost } from './acquisition.host';
+import { RemoteAcquisition } from './remote-acquisition';
+import { unavailableError } from '../waiting/transient.retry';
 
 /** Past the request limit, before a wait that let its last request finish ends. */
 const LATE_ANSWER_SLACK_MS = 20;
@@ -184,15 +186,7 @@ export class KeyQueues {
       waiter.holder ??= ahead?.holder;
       return this.busyError(waiter);
     }
-    const waited = Math.round(monotonicNow() - waiter.startedAt);
-    const cause = waiter.lastError ?? ahead?.lastError;
-    return new LockUnavailableError(
-      LOCK_UNAVAILABLE(waiter.key, waiter.deadline <= waiter.startedAt ? undefined : waited, cause),
-      waiter.key,
-      waited,
-      this.deps.options.requestTimeoutMs,
-      cause === undefined ? undefined : { cause },
-    );
+    return unavailableError(waiter, this.deps.options.requestTimeoutMs, waiter.lastError ?? ahead?.lastError);
   }
 
   /** Whether `waiter` is the one talking to DynamoDB for its key and has seen no holder yet. */

@@ -1,16 +1,16 @@
-import { LockBusyError, LockConfigurationError, LockUnavailableError } from '../../errors/lock.errors';
-import { LOCK_UNAVAILABLE, SEMAPHORE_BUSY, SEMAPHORE_LIMIT_MISMATCH, TRANSIENT_RETRY } from '../../errors/lock.messages';
+import { LockBusyError, LockConfigurationError, type LockUnavailableError } from '../../errors/lock.errors';
+import { SEMAPHORE_BUSY, SEMAPHORE_LIMIT_MISMATCH } from '../../errors/lock.messages';
 import type { AcquiredVia, LockEvent } from '../../interfaces/lock-event.interface';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import { CLAIM_LEASE_MS } from '../../store/mutex/mutex-store.protocol';
-import { holderOf, type SemaphoreHolderRecord, type SemaphoreRecord } from '../../store/semaphore/semaphore.record';
+import { holderEntryOf, type SemaphoreHolderRecord, type SemaphoreRecord } from '../../store/semaphore/semaphore.record';
 import type { SemaphoreStorePort, SemaphoreWriteResult } from '../../store/semaphore/semaphore-store.port';
-import { isTransientError } from '../../store/dynamo/transient-error';
-import { nextRetryMs, RETRY_MIN_MS } from '../../utils/backoff';
 import { jitter, monotonicNow, sleep } from '../../utils/clock';
 import type { KeyHistory } from '../engine/key-history';
 import type { LockTrace } from '../../observability/lock.telemetry';
 import type { Waiter } from '../engine/lock-state';
+import { RetryBackoff } from '../waiting/retry.backoff';
+import { reportRetry, takeTransient, unavailableError } from '../waiting/transient.retry';
 
 /** Shortest pause between reads of a waiter. */
 const POLL_MIN_MS = 5;
@@ -70,7 +70,7 @@ export class SemaphoreAcquisition {
   /** A write was tried before reading (once per acquisition: a refusal without the item means a read next). */
   private blindTried = false;
   private passedHolder = false;
-  private retryMs = RETRY_MIN_MS;
+  private readonly backoff = new RetryBackoff();
   private streak = 0;
   private lastState = '';
   /** The last answer that showed the line, to measure its pace from (ms per ticket admitted). */
@@ -103,20 +103,14 @@ export class SemaphoreAcquisition {
       try {
         const granted = await this.step();
         if (granted) return granted;
-        this.retryMs = RETRY_MIN_MS;
+        this.backoff.reset();
       } catch (error) {
-        if (!isTransientError(error)) throw error;
-        this.waiter.lastError = error;
+        takeTransient(this.waiter, error);
         this.fresh = false;
-        if (this.single || monotonicNow() + this.retryMs >= this.waiter.deadline) throw this.deadlineError();
-        const delayMs = jitter(this.retryMs);
-        this.host.options.logger.warn?.(TRANSIENT_RETRY('Acquisition', this.waiter.key, error, delayMs));
-        this.host.emit(
-          { type: 'retry', key: this.waiter.key, owner: this.waiter.owner, operation: 'acquire', error, delayMs },
-          this.waiter.trace,
-        );
+        if (this.single || monotonicNow() + this.backoff.base >= this.waiter.deadline) throw this.deadlineError();
+        const delayMs = this.backoff.next();
+        reportRetry(this.host, this.waiter, error, delayMs);
         await sleep(delayMs, this.waiter.cancel.signal);
-        this.retryMs = nextRetryMs(this.retryMs);
       }
     }
   }
@@ -141,7 +135,7 @@ export class SemaphoreAcquisition {
     if (record.limit !== this.limit) {
       throw new LockConfigurationError(SEMAPHORE_LIMIT_MISMATCH(waiter.key, record.limit, this.limit));
     }
-    const mine = holderOf(record, waiter.token);
+    const mine = holderEntryOf(record, waiter.token);
     if (mine) return this.granted(record, mine, this.uncertainSince ?? monotonicNow(), this.ticket === undefined ? 'free' : 'promotion');
     if (this.ticket !== undefined && record.head > this.ticket) this.ticket = undefined;
     const now = monotonicNow();
@@ -212,7 +206,7 @@ export class SemaphoreAcquisition {
       throw error;
     }
     const written = this.after(result);
-    const holder = holderOf(written, waiter.token);
+    const holder = holderEntryOf(written, waiter.token);
     if (!written || !holder) return undefined;
     const via: AcquiredVia = this.passedHolder ? 'takeover' : this.ticket === undefined ? 'free' : 'promotion';
     return this.granted(written, holder, this.uncertainSince ?? sentAt, via);
@@ -337,15 +331,7 @@ export class SemaphoreAcquisition {
     const { waiter } = this;
     if (this.current && this.current.limit === this.limit && waiter.lastError === undefined) return this.busyError(this.current);
     if (waiter.holder) return this.busyError(this.current);
-    const waited = Math.round(monotonicNow() - waiter.startedAt);
-    const cause = waiter.lastError;
-    return new LockUnavailableError(
-      LOCK_UNAVAILABLE(waiter.key, this.single ? undefined : waited, cause),
-      waiter.key,
-      waited,
-      this.host.options.requestTimeoutMs,
-      cause === undefined ? undefined : { cause },
-    );
+    return unavailableError(waiter, this.host.options.requestTimeoutMs, waiter.lastError);
   }
 }
 

@@ -1,10 +1,17 @@
 import { LockConfigurationError, LockKeyError, LockLostError } from '../../errors/lock.errors';
-import { KEY_IS_SEMAPHORE, KEY_TOO_LONG, LOCK_RELEASED, RELEASE_NOT_HELD, RELEASED_AT_SHUTDOWN, SEMAPHORE_STORE_UNSUPPORTED } from '../../errors/lock.messages';
+import {
+  KEY_IS_SEMAPHORE,
+  KEY_TOO_LONG,
+  LOCK_RELEASED,
+  RELEASE_NOT_HELD,
+  RELEASED_AT_SHUTDOWN,
+  SEMAPHORE_STORE_UNSUPPORTED,
+} from '../../errors/lock.messages';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
 import type { LockInfo } from '../../interfaces/lock-info.interface';
 import type { LockRecord } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
-import { holderOf, SEMAPHORE_KEY_SUFFIX, semaphoreWaiting, type SemaphoreRecord } from '../../store/semaphore/semaphore.record';
+import { holderEntryOf, SEMAPHORE_KEY_SUFFIX, semaphoreWaiting, type SemaphoreRecord } from '../../store/semaphore/semaphore.record';
 import type { SemaphoreStorePort } from '../../store/semaphore/semaphore-store.port';
 import { monotonicNow } from '../../utils/clock';
 import { MAX_KEY_BYTES, toStoredKey } from '../../utils/lock-key.validation';
@@ -258,7 +265,7 @@ function leaseView(store: SemaphoreStorePort): Pick<MutexStorePort, 'heartbeat' 
     async heartbeat(write) {
       const result = await store.heartbeat(write.key, write.holding.token, write.leaseMs);
       if (!result.ok) return { ok: false, current: view(result.current) };
-      const own = holderOf(result.record, write.holding.token);
+      const own = holderEntryOf(result.record, write.holding.token);
       return { ok: true, record: { key: write.key, rvn: own?.version, fencingToken: own?.fencingToken } };
     },
     read: async (key) => view(await store.read(key)),

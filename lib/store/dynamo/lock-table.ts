@@ -176,7 +176,8 @@ async function describe(client: DynamoDBClient, tableName: string): Promise<Tabl
 function assertSchema(tableName: string, table: TableDescription, createTable: boolean): void {
   const keys = table.KeySchema ?? [];
   const types = new Map((table.AttributeDefinitions ?? []).map((d) => [d.AttributeName, d.AttributeType]));
-  const ok = keys.length === 1 && keys[0].AttributeName === TABLE_ATTR.key && keys[0].KeyType === 'HASH' && types.get(TABLE_ATTR.key) === 'S';
+  const ok =
+    keys.length === 1 && keys[0].AttributeName === TABLE_ATTR.key && keys[0].KeyType === 'HASH' && types.get(TABLE_ATTR.key) === 'S';
   if (!ok) {
     const actual = keys.map((k) => `${k.KeyType} "${k.AttributeName}" (${types.get(k.AttributeName) ?? '?'})`).join(', ') || 'none';
     throw new LockTableError(TABLE_WRONG_SCHEMA(tableName, actual, createTable), tableName, 'wrong-schema');

@@ -4,14 +4,7 @@ import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.re
 import type { ReadConsistency } from '../store.protocol';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import type { MutexStorePort } from './mutex-store.port';
-import type {
-  AcquireWrite,
-  HeartbeatWrite,
-  Holding,
-  SkipWrite,
-  TicketWrite,
-  WriteResult,
-} from './mutex-store.protocol';
+import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
 
 /** One UpdateItem, before attribute names are picked and values completed. */

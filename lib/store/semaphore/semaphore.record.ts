@@ -110,7 +110,7 @@ export function semaphoreWaiting(record: SemaphoreRecord): number {
 }
 
 /** The holder with owner token `token`, if it holds. */
-export function holderOf(record: SemaphoreRecord | undefined, token: string): SemaphoreHolderRecord | undefined {
+export function holderEntryOf(record: SemaphoreRecord | undefined, token: string): SemaphoreHolderRecord | undefined {
   return record?.holders.find((h) => h.token === token);
 }
 

@@ -1,0 +1,38 @@
+import type { LockBusyError, LockUnavailableError } from '../../errors/lock.errors';
+import type { AcquiredVia, LockEvent } from '../../interfaces/lock-event.interface';
+import type { LockLogger } from '../../interfaces/lock-logger.interface';
+import type { LockTrace } from '../../observability/lock.telemetry';
+import type { LockRecord } from '../../store/mutex/mutex.record';
+import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
+import type { KeyHistory } from '../engine/key-history';
+import type { HeldLease, Waiter } from '../engine/lock-state';
+import type { SkipTarget } from './head.watch';
+
+/** What a remote acquisition needs from the manager. */
+export interface AcquisitionHost {
+  readonly store: MutexStorePort;
+  readonly history: KeyHistory;
+  readonly options: { readonly logger: LockLogger; readonly leaseMs: number; readonly maxPollMs: number };
+  /** Aborts at shutdown: a place in line kept for a caller that gave up is dropped then. */
+  readonly closing: AbortSignal;
+  /** Starts holding the lock described by `record`, for `leaseMs` from monotonic time `validFrom`. */
+  hold(waiter: Waiter, record: LockRecord, validFrom: number, via: AcquiredVia, leaseMs: number): HeldLease;
+  emit(event: LockEvent, trace?: LockTrace): void;
+  /** Emits the `waiting` event of a waiter, once. */
+  noteWaiting(waiter: Waiter): void;
+  busyError(waiter: Waiter): LockBusyError;
+  /** The error of a wait that ended: busy when a holder was seen, else unavailable (an outage). */
+  deadlineError(waiter: Waiter): LockBusyError | LockUnavailableError;
+  /** The first caller of this process still waiting for `storedKey`, to take over a ticket. */
+  nextWaiter(storedKey: string): Waiter | undefined;
+}
+
+export type Step =
+  | { kind: 'free' }
+  /** Take back a token of this process that no caller holds (an orphan). */
+  | { kind: 'handover'; from: string }
+  /** Pass the holder of `seen`, silent for its whole lease; `mine`: the target is this waiter's own ticket. */
+  | ({ kind: 'skip' } & SkipTarget)
+  | { kind: 'enqueue' }
+  | { kind: 'mark-alive' }
+  | { kind: 'wait' };
