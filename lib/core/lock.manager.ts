@@ -16,7 +16,7 @@ import { LockStoreFactory } from './engine/lock-store.factory';
 import { LeaderCampaigns } from './leadership/leader.campaigns';
 import type { LeadOptions } from './leadership/lead-options';
 import type { Leadership } from './leadership/leadership';
-import type { LockPrimitive } from './primitive.interface';
+import type { LockPrimitive } from './engine/primitive.interface';
 import { createPrimitives, type Primitives } from './primitives';
 
 /**

@@ -1,5 +1,5 @@
 import { MutexPrimitive } from './mutex/mutex.primitive';
-import type { LockPrimitive, PrimitiveContext } from './primitive.interface';
+import type { LockPrimitive, PrimitiveContext } from './engine/primitive.interface';
 import { SemaphorePrimitive } from './semaphore/semaphore.primitive';
 
 /** The primitives of a manager: the mutex (the default, and leadership's), and every other kind. */

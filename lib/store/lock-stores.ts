@@ -23,8 +23,21 @@ export interface LockStores extends LockItemStore {
   health?(signal: AbortSignal): Promise<StoreHealth>;
 }
 
-/** Whether a `store` option is a place the engine can use (it is typed opaquely in the public options). */
-export function isLockStores(store: LockItemStore): store is LockStores {
+const registry = new WeakMap<object, LockStores>();
+
+/** Makes `stores` the stores behind a public handle (`MemoryLockStore`), without showing them in its type. */
+export function registerStores(handle: LockItemStore, stores: LockStores): void {
+  registry.set(handle, stores);
+}
+
+/**
+ * The stores behind a `store` option: those of a handle such as `MemoryLockStore`, or the option
+ * itself when it is a `LockStores` (the engine's own tests build those); `undefined` for anything else.
+ */
+export function storesOf(store: LockItemStore): LockStores | undefined {
+  if (typeof store !== 'object' || store === null) return undefined;
+  const registered = registry.get(store);
+  if (registered) return registered;
   const candidate = store as Partial<LockStores>;
-  return typeof candidate.mutex?.acquire === 'function' && typeof candidate.prepare === 'function';
+  return typeof candidate.mutex?.acquire === 'function' && typeof candidate.prepare === 'function' ? (store as LockStores) : undefined;
 }

@@ -1,4 +1,5 @@
-import type { LockStores } from './lock-stores';
+import type { LockItemStore } from '../interfaces/lock-item-store.interface';
+import { registerStores } from './lock-stores';
 import { MemoryMutexStore } from './mutex/mutex.memory-store';
 import { MemorySemaphoreStore } from './semaphore/semaphore.memory-store';
 
@@ -18,13 +19,26 @@ const tick = () => Promise.resolve();
  * const b = new LockManager({ store, verifyTable: false }); // a second "instance"
  * ```
  */
-export class MemoryLockStore implements LockStores {
+export class MemoryLockStore implements LockItemStore {
   /** `'memory'`. */
   readonly kind = 'memory';
-  /** @internal The mutex items. */
-  readonly mutex = new MemoryMutexStore();
-  /** @internal The semaphore items. */
-  readonly semaphore = new MemorySemaphoreStore();
+  private readonly mutex = new MemoryMutexStore();
+  private readonly semaphore = new MemorySemaphoreStore();
+
+  constructor() {
+    registerStores(this, {
+      kind: this.kind,
+      mutex: this.mutex,
+      semaphore: this.semaphore,
+      prepare: async () => {
+        await tick();
+      },
+      health: async () => {
+        await tick();
+        return { store: 'memory' };
+      },
+    });
+  }
 
   /** Number of items (free or held) the store keeps, of every kind. */
   get size(): number {
@@ -35,16 +49,5 @@ export class MemoryLockStore implements LockStores {
   clear(): void {
     this.mutex.clear();
     this.semaphore.clear();
-  }
-
-  /** @internal Nothing to check or create. */
-  async prepare(_create: boolean): Promise<void> {
-    await tick();
-  }
-
-  /** @internal Always up: nothing to contact. */
-  async health(_signal: AbortSignal): Promise<{ store: 'memory' }> {
-    await tick();
-    return { store: 'memory' };
   }
 }

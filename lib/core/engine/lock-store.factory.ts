@@ -4,7 +4,7 @@ import { STORE_INVALID } from '../../errors/lock.messages';
 import type { DynamoLockOptions } from '../../interfaces/dynamo-lock-options.interface';
 import { createDynamoClient } from '../../store/dynamo/dynamo-endpoint';
 import { DynamoLockStores } from '../../store/dynamo-lock.stores';
-import { isLockStores, type LockStores } from '../../store/lock-stores';
+import { type LockStores, storesOf } from '../../store/lock-stores';
 import type { ResolvedLockOptions } from './lock-options.resolver';
 
 /**
@@ -23,11 +23,10 @@ export class LockStoreFactory {
     resolved: ResolvedLockOptions,
   ) {
     const { store } = options;
-    if (store !== undefined && (typeof store !== 'object' || store === null || !isLockStores(store))) {
-      throw new LockConfigurationError(STORE_INVALID(store));
-    }
+    const given = store === undefined ? undefined : storesOf(store);
+    if (store !== undefined && !given) throw new LockConfigurationError(STORE_INVALID(store));
     this.stores =
-      store ??
+      given ??
       new DynamoLockStores(this.client, {
         tableName: resolved.tableName,
         ttlDays: resolved.ttlDays,

@@ -12,7 +12,7 @@ import { LeaseKeeper } from '../engine/lease.keeper';
 import type { Lock, LockHost } from '../engine/lock';
 import type { HeldLease, Waiter } from '../engine/lock-state';
 import { createWaiter } from '../engine/waiter.factory';
-import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../primitive.interface';
+import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/primitive.interface';
 import { KeyQueues } from './key.queues';
 import { type KeyView, KeyWatcher } from './key.watcher';
 import { LockReleaser } from './lock.releaser';
@@ -35,7 +35,8 @@ export class MutexPrimitive implements LockPrimitive {
   private closed = false;
 
   constructor(private readonly context: PrimitiveContext) {
-    const { options, events, releaseQuietly } = context;
+    const { options, events } = context;
+    const releaseQuietly = (lock: Lock) => context.releaseQuietly(lock);
     const store = (this.store = context.stores.mutex);
     const { history } = this;
     const lockHost: LockHost = {
@@ -82,7 +83,7 @@ export class MutexPrimitive implements LockPrimitive {
   acquire(key: string, { storedKey }: PrimitiveKey, options: AcquireOptions): Promise<Lock> {
     let waiter: Waiter;
     try {
-      waiter = createWaiter(this.context.options, this.context.assertOpen, key, storedKey, options);
+      waiter = createWaiter(this.context.options, () => this.context.assertOpen(), key, storedKey, options);
       waiter.trace = this.context.events.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
     } catch (error) {
       return Promise.reject(error);

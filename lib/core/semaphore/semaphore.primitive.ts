@@ -21,7 +21,7 @@ import { type Lock, rootLock } from '../engine/lock';
 import type { HeldLease, Waiter } from '../engine/lock-state';
 import { createWaiter } from '../engine/waiter.factory';
 import { settleWaiter } from '../engine/waiter.settle';
-import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../primitive.interface';
+import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/primitive.interface';
 import { SemaphoreAcquisition, type SemaphoreAcquisitionHost } from './semaphore-acquisition';
 import { checkSemaphoreOptions, semaphoreKeyOf } from './semaphore.options';
 
@@ -104,7 +104,7 @@ export class SemaphorePrimitive implements LockPrimitive {
     const { events } = this.context;
     let waiter: Waiter;
     try {
-      waiter = createWaiter(this.context.options, this.context.assertOpen, key, itemKey, options);
+      waiter = createWaiter(this.context.options, () => this.context.assertOpen(), key, itemKey, options);
       waiter.trace = events.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
     } catch (error) {
       return Promise.reject(error);

@@ -12,7 +12,7 @@ export const SEMAPHORE_DATA_UNSUPPORTED = (scope: string) =>
   `${scope}: "data" cannot be stored with a semaphore slot ("limit" set): the semaphore item keeps every holder, so it holds no payloads to stay small. Keep the payload elsewhere, keyed by the lock's fencing token.`;
 
 export const SEMAPHORE_STORE_UNSUPPORTED = () =>
-  `The configured lock store keeps no semaphores ("limit" needs a store with a "semaphores" member, as the DynamoDB store and MemoryLockStore have).`;
+  `The configured lock store keeps no semaphores ("limit" needs a store that keeps semaphores, as the DynamoDB table and MemoryLockStore do).`;
 
 export const KEY_IS_SEMAPHORE = (key: string) =>
   `Lock key "${truncate(key)}" is in use here as a semaphore ("limit" set); it cannot be a mutex at the same time. Use the same "limit" for every call on this key, or another key for the mutex.`;

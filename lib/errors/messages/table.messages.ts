@@ -1,6 +1,6 @@
 /** Messages for the lock table, its endpoint and connection: checks, creation, timeouts, health. */
 
-import type { EndpointInfo, EndpointSource } from '../../utils/endpoint-info';
+import type { EndpointInfo, EndpointSource } from '../endpoint-info';
 import { errorText } from './message.format';
 
 export const TABLE_MISSING = (tableName: string) =>

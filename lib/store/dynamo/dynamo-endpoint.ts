@@ -1,6 +1,6 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 
-import type { EndpointInfo, EndpointSource } from '../../utils/endpoint-info';
+import type { EndpointInfo, EndpointSource } from '../../errors/endpoint-info';
 
 export type { EndpointInfo, EndpointSource };
 

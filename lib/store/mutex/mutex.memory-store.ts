@@ -58,7 +58,7 @@ class MemoryStoreValidationError extends Error {
  *
  * Records are copied in and out, so callers never share state with the store. Each call answers
  * asynchronously (after a microtask), like a real store, and is applied at that moment. It is
- * reached through `MemoryLockStore.mutex`, so managers sharing a memory store share its locks.
+ * one of the stores behind a `MemoryLockStore`, so managers sharing a memory store share its locks.
  */
 export class MemoryMutexStore implements MutexStorePort {
   private readonly items = new Map<string, StoredItem>();

@@ -1,6 +1,6 @@
 /**
  * The words a semaphore store and its callers speak ({@link SemaphoreStorePort}), next to the
- * mutex's (`lock-store.protocol.ts`). Both semaphore stores and the engine import them from here.
+ * mutex's (`store/mutex/mutex-store.protocol.ts`). Both semaphore stores and the engine import them from here.
  *
  * One item per semaphore key: the holders (a bounded map), their count, a fencing counter and a
  * line of tickets (`lineHead`, `lineTail`). Every write is one conditional `UpdateItem`.

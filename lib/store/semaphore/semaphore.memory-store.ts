@@ -5,8 +5,8 @@ import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from '.
 /**
  * A {@link SemaphoreStorePort} in process memory, for tests: the same items and the same
  * conditional writes as the DynamoDB `DynamoSemaphoreStore`, each applied atomically after a microtask,
- * with no server. A failed write reports the item as it was (as `ALL_OLD` does). It is reached
- * through `MemoryLockStore.semaphore`, so managers sharing a memory store share its semaphores.
+ * with no server. A failed write reports the item as it was (as `ALL_OLD` does). It is one of the stores
+ * behind a `MemoryLockStore`, so managers sharing a memory store share its semaphores.
  */
 export class MemorySemaphoreStore implements SemaphoreStorePort {
   private readonly items = new Map<string, SemaphoreRecord>();

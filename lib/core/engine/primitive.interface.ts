@@ -1,10 +1,10 @@
-import type { AcquireOptions } from '../interfaces/acquire-options.interface';
-import type { LockInfo } from '../interfaces/lock-info.interface';
-import type { LockStores } from '../store/lock-stores';
-import type { Lock } from './engine/lock';
-import type { LockEvents } from './engine/lock.events';
-import type { ResolvedLockOptions } from './engine/lock-options.resolver';
-import type { HeldLease } from './engine/lock-state';
+import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
+import type { LockInfo } from '../../interfaces/lock-info.interface';
+import type { LockStores } from '../../store/lock-stores';
+import type { Lock } from './lock';
+import type { LockEvents } from './lock.events';
+import type { ResolvedLockOptions } from './lock-options.resolver';
+import type { HeldLease } from './lock-state';
 
 /**
  * What every primitive is given by its manager: the options, the stores, the events, and the
