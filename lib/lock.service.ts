@@ -8,6 +8,7 @@ import { DYNAMO_LOCK_OPTIONS } from './dynamo-lock.module-definition';
 import type { AcquireOptions } from './interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
 import type { LockEventListener } from './interfaces/lock-event.interface';
+import type { JobFire } from './interfaces/job-fire.interface';
 import type { LockInfo } from './interfaces/lock-info.interface';
 import type { Duration } from './utils/duration';
 import type { LeadOptions } from './core/leadership/lead-options';
@@ -92,6 +93,11 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   /** {@inheritDoc LockManager.inspect} */
   inspect(key: string): Promise<LockInfo | null> {
     return this.#manager.inspect(key);
+  }
+
+  /** {@inheritDoc LockManager.lastFire} */
+  lastFire(key: string): Promise<JobFire | null> {
+    return this.#manager.lastFire(key);
   }
 
   /** {@inheritDoc LockManager.list} */

@@ -3,6 +3,7 @@ import { LockBusyError, LockConfigurationError, LockValidationError } from '../e
 import { MANAGER_CLOSED, RELEASE_FAILED } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
+import type { JobFire } from '../interfaces/job-fire.interface';
 import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
 import type { Duration } from '../utils/duration';
@@ -65,6 +66,8 @@ export class LockManager {
       runHolding: (lock, fn) => this.runHolding(lock, fn),
       releaseQuietly,
       endScope: (lock) => this.context.endScope(lock),
+      endRun: (lock, result) => this.primitives.endRun(lock, result),
+      emit: (event) => this.events.emit(event),
     });
   }
 
@@ -161,18 +164,9 @@ export class LockManager {
    * Used by `withLock()` and the `@WithLock` decorator.
    */
   private runHolding<T>(lock: Lock, fn: () => T): T {
-    const lease = this.leaseOf(lock);
+    const lease = this.primitives.leaseOf(lock);
     const run = () => this.context.run(lease?.storedKey ?? toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
     return lease?.trace ? lease.trace.run(run) : run();
-  }
-
-  /** The lease behind a lock, from the primitive that holds it. */
-  private leaseOf(lock: Lock) {
-    for (const primitive of this.primitives.all) {
-      const lease = primitive.lease(lock);
-      if (lease) return lease;
-    }
-    return undefined;
   }
 
   /** Releases a lock, logging (not throwing) a failure. */
@@ -249,6 +243,15 @@ export class LockManager {
       if (info !== undefined) return info;
     }
     return null;
+  }
+
+  /**
+   * The last scheduled fire claimed on a job's key (`@Cron` with `@WithLock`, or `fireTime`): its
+   * scheduled time, the instance that ran it, start, end and outcome; `null` when none was. One
+   * strongly consistent read; the item keeps it after the release.
+   */
+  lastFire(key: string): Promise<JobFire | null> {
+    return this.primitives.mutex.lastFire(key);
   }
 
   /**

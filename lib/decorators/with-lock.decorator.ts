@@ -18,7 +18,9 @@ import { copyMetadata } from './copy-metadata';
 import { injectLockService, type KeyCheck, LOCK_SERVICE_PROPERTY, WITH_LOCK_KEY, WITH_LOCK_METHODS } from './lock-service.injection';
 import { hasRestParameter } from './rest-parameter';
 import { LockKeyTemplate } from './lock-key.template';
-import { planOf, WITH_LOCK_PLAN, type WithLockPlan } from './with-lock.plan';
+import { planOf, WITH_LOCK_JOB, WITH_LOCK_PLAN, type WithLockJob, type WithLockPlan } from './with-lock.plan';
+import type { SkippedFire } from './skip.reporter';
+import type { ReleaseFire } from '../store/mutex/mutex-store.protocol';
 
 export { LOCK_SERVICE_PROPERTY, WITH_LOCK_METHODS } from './lock-service.injection';
 
@@ -128,7 +130,7 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
         // caller has a Promise by then, and a Promise of an Observable would fail silently.
         return run().then(async ({ value, release }) => {
           if (!isObservable(value)) return value;
-          await release?.();
+          await release?.('failed');
           throw new LockValidationError(WITH_LOCK_OBSERVABLE_UNDECLARED(where));
         });
       },
@@ -138,6 +140,17 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     // Read at boot, to fit `holdAtLeast` to the method's schedule and check the key prefix.
     Reflect.defineMetadata(WITH_LOCK_PLAN, plan, wrapper);
     Reflect.defineMetadata(WITH_LOCK_KEY, checkKey, wrapper);
+    // Read at boot by a job's catch-up: its key when it takes no argument, and a run of one fire.
+    const job: WithLockJob = {
+      template,
+      staticKey: () => keyTemplate.render([]),
+      runFire: async (self, fire) => {
+        const service = (self as Record<symbol, LockService | undefined>)[LOCK_SERVICE_PROPERTY];
+        if (!service) throw new LockConfigurationError(LOCK_SERVICE_MISSING(self.constructor.name, String(propertyKey)));
+        await runLocked(service, self, original, [], keyTemplate, plan, checkKey, undefined, fire);
+      },
+    };
+    Reflect.defineMetadata(WITH_LOCK_JOB, job, wrapper);
     descriptor.value = wrapper as unknown as T;
 
     injectLockService(target);
@@ -150,7 +163,7 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
  * The outcome of a locked run: the method's result (or a skip); for an Observable result, how to
  * release, and how to run its subscription holding the lock (re-entrant, `current()`).
  */
-type Outcome = { value: unknown; release?: () => Promise<void>; hold?: <T>(fn: () => T) => T };
+type Outcome = { value: unknown; release?: (result: ReleaseFire) => Promise<void>; hold?: <T>(fn: () => T) => T };
 
 async function runLocked(
   service: LockService,
@@ -161,17 +174,20 @@ async function runLocked(
   plan: WithLockPlan,
   checkKey: KeyCheck,
   signal?: AbortSignal,
+  fireAt?: number,
 ): Promise<Outcome> {
   const key = template.render(args);
   const data = typeof plan.data === 'function' ? (plan.data as (...a: unknown[]) => unknown)(...args) : plan.data;
+  // A call by the scheduler claims its fire, named by the schedule's time (a call by hand claims none).
+  const fire = fireAt ?? plan.fires?.near(Date.now());
   let lock: Lock;
   try {
-    lock = await service.acquire(key, { ...plan.acquire, data, signal });
+    lock = await service.acquire(key, { ...plan.acquire, data, signal, ...(fire !== undefined && { fireTime: fire }) });
   } catch (error) {
     // Too long whatever the values (where the boot check did not see the method): the app's error.
     if (error instanceof LockKeyError && error.problem === 'too-long') checkKey(service.options?.keyPrefix ?? '');
     if (plan.skip && error instanceof LockBusyError) {
-      plan.skips.skipped(service.options.logger, key, error.holder?.owner);
+      plan.skips.skipped(service.options.logger, key, error.holder?.owner, fire === undefined ? undefined : skippedFire(fire, error));
       return { value: undefined };
     }
     throw error;
@@ -181,24 +197,36 @@ async function runLocked(
   try {
     value = await internalsOf(service).runHolding(lock, () => original.apply(self, args));
   } catch (error) {
-    await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs);
+    await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs, 'failed');
     throw error;
   }
   if (isObservable(value)) {
     return {
       value,
-      release: () => releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs),
+      release: (result) => releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs, result),
       hold: (fn) => internalsOf(service).runHolding(lock, fn),
     };
   }
-  await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs);
+  await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs, 'done');
   return { value };
 }
 
-/** Releases now, or — with `holdAtLeast` — once that much time has passed since acquisition. */
-async function releaseAfterHold(service: LockService, lock: Lock, acquiredAt: number, holdMs: number): Promise<void> {
+/** Why a scheduled fire was skipped: claimed by another instance, or the previous run still holds the job. */
+function skippedFire(fire: number, error: LockBusyError): SkippedFire {
+  const { fireClaimed, holder } = error;
+  return fireClaimed
+    ? { scheduledAt: new Date(fire), reason: 'ran-elsewhere', by: fireClaimed.owner }
+    : { scheduledAt: new Date(fire), reason: 'previous-run', by: holder?.owner };
+}
+
+/**
+ * Releases now, or — with `holdAtLeast` — once that much time has passed since acquisition. The
+ * run's `result` goes with the release of a lock that claimed a scheduled fire.
+ */
+async function releaseAfterHold(service: LockService, lock: Lock, acquiredAt: number, holdMs: number, result: ReleaseFire): Promise<void> {
   const remaining = acquiredAt + holdMs - monotonicNow();
-  const { releaseQuietly, endScope } = internalsOf(service);
+  const { releaseQuietly, endScope, endRun } = internalsOf(service);
+  endRun(lock, result);
   if (remaining <= 0 || lock.isReentrant) return releaseQuietly(lock);
   // The method is done: work it left running must not join the lock re-entrantly meanwhile.
   endScope(lock);
@@ -209,7 +237,7 @@ async function releaseAfterHold(service: LockService, lock: Lock, acquiredAt: nu
 function lockedObservable(run: (signal?: AbortSignal) => Promise<Outcome>): Observable<unknown> {
   return new Observable((subscriber) => {
     const cancel = new AbortController();
-    let release: (() => void) | undefined;
+    let release: ((result?: ReleaseFire) => void) | undefined;
     let inner: { unsubscribe(): void } | undefined;
     run(cancel.signal).then(
       (outcome) => {
@@ -220,8 +248,8 @@ function lockedObservable(run: (signal?: AbortSignal) => Promise<Outcome>): Obse
           return;
         }
         let released = false;
-        release = () => {
-          if (!released) void outcome.release?.();
+        release = (result: ReleaseFire = 'done') => {
+          if (!released) void outcome.release?.(result);
           released = true;
         };
         if (subscriber.closed) return release();
@@ -229,7 +257,7 @@ function lockedObservable(run: (signal?: AbortSignal) => Promise<Outcome>): Obse
           value.subscribe({
             next: (v) => subscriber.next(v),
             error: (e) => {
-              release?.();
+              release?.('failed');
               subscriber.error(e);
             },
             complete: () => {

@@ -1,15 +1,33 @@
 import { LockConfigurationError, LockValidationError } from '../errors/lock.errors';
-import { HOLD_AT_LEAST_REACHES_PERIOD, WITH_LOCK_OPTION_INVALID } from '../errors/lock.messages';
+import {
+  CATCH_UP_INVALID,
+  CATCH_UP_NEEDS_CRON,
+  HOLD_AT_LEAST_REACHES_PERIOD,
+  LEASE_REACHES_PERIOD,
+  WITH_LOCK_OPTION_INVALID,
+} from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { resolveWait } from '../core/engine/lock-options.resolver';
 import { checkSemaphoreOptions } from '../core/semaphore/semaphore.options';
 import { unknownOptionMessage } from '../utils/closest-name';
 import { parseDuration, parseLease } from '../utils/duration';
+import type { FireSchedule, JobSchedule } from './job-schedule.reader';
 import { SkipReporter } from './skip.reporter';
 
 /** Metadata on a `@WithLock` method (the wrapper): its {@link WithLockPlan}, read at boot. */
 export const WITH_LOCK_PLAN = 'nestjs-dynamo-lock:with-lock-plan';
+/** Metadata on a `@WithLock` method (the wrapper): its {@link WithLockJob}, read at boot. */
+export const WITH_LOCK_JOB = 'nestjs-dynamo-lock:with-lock-job';
+
+/** What the boot needs to catch up a scheduled job: its key when it takes no argument, and a run of one fire. */
+export interface WithLockJob {
+  readonly template: string;
+  /** @throws LockKeyError when the template uses the method's arguments. */
+  staticKey(): string;
+  /** Runs the method, with no argument, for the fire scheduled at `fire` (epoch ms). */
+  runFire(self: object, fire: number): Promise<void>;
+}
 
 /** `holdAtLeast` of a skipping method without a schedule to derive it from. */
 const DEFAULT_SKIP_HOLD_MS = 1_000;
@@ -29,6 +47,15 @@ export interface WithLockPlan {
   readonly data: WithLockOptions['data'];
   /** Logs skipped calls without flooding the logger. */
   readonly skips: SkipReporter;
+  /** The lease asked for, in ms, when `leaseDuration` was given. */
+  readonly leaseMs: number | undefined;
+  /** What to do at start-up about fires no instance ran. */
+  readonly catchUp: 'none' | 'last';
+  /**
+   * The fires of its `@Cron` schedule (read at boot), for a skipping single attempt: each call by
+   * the scheduler claims its fire, by scheduled time, so each fire runs once across instances.
+   */
+  fires?: FireSchedule;
 }
 
 /** Every option of `@WithLock` (the compiler keeps it complete). */
@@ -40,6 +67,7 @@ const WITH_LOCK_OPTION_NAMES = Object.keys({
   holdAtLeast: true,
   data: true,
   limit: true,
+  catchUp: true,
 } satisfies Record<keyof WithLockOptions, true>);
 
 /**
@@ -51,7 +79,8 @@ export function planOf(options: WithLockOptions, where: string): WithLockPlan {
     throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'options', 'an object', options));
   const unknown = unknownOptionMessage(options, WITH_LOCK_OPTION_NAMES, `@WithLock on ${where}`);
   if (unknown) throw new LockValidationError(unknown);
-  const { onBusy = 'throw', holdAtLeast, data, ...acquire } = options;
+  const { onBusy = 'throw', holdAtLeast, data, catchUp = 'none', ...acquire } = options;
+  if (catchUp !== 'none' && catchUp !== 'last') throw new LockValidationError(CATCH_UP_INVALID(where, catchUp));
   if (onBusy !== 'throw' && onBusy !== 'skip')
     throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'onBusy', "'throw' or 'skip'", onBusy));
   if (acquire.heartbeat !== undefined && typeof acquire.heartbeat !== 'boolean') {
@@ -65,7 +94,7 @@ export function planOf(options: WithLockOptions, where: string): WithLockPlan {
     }
   };
   if (acquire.wait !== undefined) checked(() => resolveWait(acquire.wait!));
-  if (acquire.leaseDuration !== undefined) checked(() => parseLease(acquire.leaseDuration));
+  const leaseMs = acquire.leaseDuration === undefined ? undefined : checked(() => parseLease(acquire.leaseDuration));
   if (acquire.limit !== undefined) checkSemaphoreOptions({ limit: acquire.limit, data }, `@WithLock on ${where}`);
   const skip = onBusy === 'skip';
   const holdAtLeastSet = holdAtLeast !== undefined;
@@ -77,6 +106,8 @@ export function planOf(options: WithLockOptions, where: string): WithLockPlan {
     acquire: { ...acquire, wait: acquire.wait ?? (skip ? false : undefined) },
     data,
     skips: new SkipReporter(where),
+    leaseMs,
+    catchUp,
   };
 }
 
@@ -87,15 +118,28 @@ function holdAtLeastMs(holdAtLeast: WithLockOptions['holdAtLeast'], skip: boolea
 }
 
 /**
- * Fits a skipping method's `holdAtLeast` to the period of its `@Cron`/`@Interval` schedule, so
- * each tick runs once and the next tick finds the lock free: half the period (at most 10 s) by
- * default, which is also how far apart the instances' clocks may be.
- * @throws LockConfigurationError when a `holdAtLeast` that was set reaches the period.
+ * Fits a skipping method to its schedule. A `@Cron` fire attempted once claims its scheduled time
+ * (so a release never frees it for a second run: no `holdAtLeast` is needed, and none is derived).
+ * Otherwise (`@Interval`, or a skipping method that waits) `holdAtLeast` is derived from the period,
+ * so each tick runs once and the next finds the lock free: half the period (at most 10 s), which
+ * is also how far apart the instances' clocks may be.
+ * @throws LockConfigurationError when a `holdAtLeast` or a `leaseDuration` that was set reaches the
+ *   period of a `@Cron` schedule, or `catchUp` is asked without one.
  */
-export function fitToSchedule(plan: WithLockPlan, periodMs: number): void {
-  if (!plan.skip || !(periodMs > 0)) return;
-  if (!plan.holdAtLeastSet) plan.holdAtLeastMs = Math.min(Math.floor(periodMs / 2), MAX_DERIVED_HOLD_MS);
-  else if (plan.holdAtLeastMs >= periodMs) {
+export function fitToSchedule(plan: WithLockPlan, schedule: JobSchedule | undefined): void {
+  const singleAttempt = plan.acquire.wait === false || plan.acquire.wait === 0;
+  const claims = plan.skip && singleAttempt && schedule?.kind === 'cron' && plan.acquire.limit === undefined;
+  if (plan.catchUp !== 'none' && !claims) throw new LockConfigurationError(CATCH_UP_NEEDS_CRON(plan.where));
+  if (!plan.skip || schedule === undefined || !(schedule.periodMs > 0)) return;
+  const { periodMs } = schedule;
+  if (plan.holdAtLeastSet && plan.holdAtLeastMs >= periodMs) {
     throw new LockConfigurationError(HOLD_AT_LEAST_REACHES_PERIOD(plan.where, plan.holdAtLeastMs, periodMs));
   }
+  if (claims) {
+    if (plan.leaseMs !== undefined && plan.leaseMs >= periodMs) {
+      throw new LockConfigurationError(LEASE_REACHES_PERIOD(plan.where, plan.leaseMs, periodMs));
+    }
+    plan.fires = schedule.fires;
+    if (!plan.holdAtLeastSet) plan.holdAtLeastMs = 0;
+  } else if (!plan.holdAtLeastSet) plan.holdAtLeastMs = Math.min(Math.floor(periodMs / 2), MAX_DERIVED_HOLD_MS);
 }

@@ -35,6 +35,12 @@ export class LockBusyError extends DynamoLockError {
      * seen and how long holders of this key usually keep it. `undefined` when nothing is known.
      */
     readonly releaseInMs?: number,
+    /**
+     * For a single attempt at a scheduled fire (`fireTime`): the fire at or after it that another
+     * instance claimed already, so this one ran (or runs) elsewhere. `undefined` when the key was
+     * held by another run (or an ordinary holder).
+     */
+    readonly fireClaimed?: { readonly scheduledAt: Date; readonly owner?: string },
   ) {
     super(message);
   }

@@ -1,4 +1,5 @@
 import type { LockHolder, LockLostReason } from '../errors/lock.errors';
+import type { JobFireOutcome } from './job-fire.interface';
 
 /** How a lock was obtained. */
 export type AcquiredVia =
@@ -13,6 +14,9 @@ export type AcquiredVia =
    * was one of this process that ran out (or whose release failed), taken back at once.
    */
   | 'takeover';
+
+/** Why an instance did not run a scheduled fire: another instance claimed it, or the previous run still holds the job. */
+export type FireSkipReason = 'ran-elsewhere' | 'previous-run';
 
 /** What every event carries. */
 export interface LockEventBase {
@@ -55,7 +59,23 @@ export type LockEvent =
    * A term of this process as leader of `key` ended: lost (`expired`, `taken`, `gone`), resigned
    * (`released`) or shut down (`shutdown`). Unless resigned or shut down, the campaign goes on.
    */
-  | (LockEventBase & { type: 'revoked'; fencingToken: number; reason: LockLostReason });
+  | (LockEventBase & { type: 'revoked'; fencingToken: number; reason: LockLostReason })
+  /**
+   * A scheduled fire of a job (`fireTime`, `@Cron` with `@WithLock`): this instance `ran` it
+   * (`result`: how its run ended), `skipped` it (`reason`; `by`: the instance that claimed it or
+   * holds the job), or found at start-up that no instance ran it (`missed`; `count`: fires missed
+   * since the last one claimed). A run passed as dead by a watching instance is reported there as
+   * `lost`, with `by` the instance that ran it.
+   */
+  | (LockEventBase & {
+      type: 'fire';
+      scheduledAt: Date;
+      outcome: 'ran' | 'skipped' | 'missed' | 'lost';
+      result?: Exclude<JobFireOutcome, 'running' | 'lost'>;
+      reason?: FireSkipReason;
+      by?: string;
+      count?: number;
+    });
 
 /** The `type` of a {@link LockEvent}. */
 export type LockEventType = LockEvent['type'];

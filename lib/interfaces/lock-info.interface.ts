@@ -1,3 +1,5 @@
+import type { JobFire } from './job-fire.interface';
+
 /**
  * What `inspect()` tells about a held lock, and `list()` about each held lock: a mutex, or a
  * counting semaphore with holders (then with `limit`, `holders` and `waiting`).
@@ -28,4 +30,6 @@ export interface LockInfo {
   holders?: LockInfo[];
   /** For a semaphore: callers of any instance waiting in line (some may have died since). */
   waiting?: number;
+  /** For a scheduled job's key: the last fire claimed (the one running now, when its run holds the lock). */
+  lastFire?: JobFire;
 }

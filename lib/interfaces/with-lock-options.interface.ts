@@ -2,7 +2,7 @@ import type { Duration } from '../utils/duration';
 import type { AcquireOptions } from './acquire-options.interface';
 
 /** Options of `@WithLock(template, options)`. */
-export interface WithLockOptions extends Omit<AcquireOptions, 'signal' | 'data'> {
+export interface WithLockOptions extends Omit<AcquireOptions, 'signal' | 'data' | 'fireTime'> {
   /**
    * What to do when the lock is busy: `'throw'` a `LockBusyError` (default; `LockInterceptor`
    * turns it into HTTP 409) or `'skip'`: return `undefined` without running the method, logging at
@@ -16,6 +16,13 @@ export interface WithLockOptions extends Omit<AcquireOptions, 'signal' | 'data'>
    * period of your schedule (`0` turns it off).
    */
   holdAtLeast?: Duration;
+  /**
+   * For a `@Cron` method with `onBusy: 'skip'`: what an instance does at start-up about fires no
+   * instance ran while none was up. `'none'` (default): nothing (a `fire` event with outcome
+   * `missed` tells of them); `'last'`: runs the most recent missed fire once (claimed as any fire
+   * is, so once across instances). The key template must need no argument.
+   */
+  catchUp?: 'none' | 'last';
   /** Data stored with the lock: a value, or a function of the method's arguments. */
   // eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- the function form is the documented one
   data?: unknown | ((...args: never[]) => unknown);

@@ -23,6 +23,7 @@ export const LOCK_EVENT_NAMES = {
   retry: 'dynamo-lock.retry',
   elected: 'dynamo-lock.elected',
   revoked: 'dynamo-lock.revoked',
+  fire: 'dynamo-lock.fire',
 } as const satisfies Record<LockEventType, `dynamo-lock.${LockEventType}`>;
 
 /** The lock event of one type, for typed listeners. */

@@ -118,6 +118,9 @@ export class LockTelemetry {
       case 'revoked':
         m.revocations.add(1, { 'dynamo_lock.revoked_reason': event.reason });
         break;
+      case 'fire':
+        m.fires.add(1, fireAttributes(event));
+        break;
       default:
         // Every event type has its metrics: a new one fails to compile here.
         event satisfies never;
@@ -188,6 +191,9 @@ export class AcquireTrace extends SpanTrace {
         });
         this.end();
         break;
+      case 'fire':
+        this.span.setAttributes(fireAttributes(event));
+        break;
       case 'busy':
         this.span.setAttributes({
           'dynamo_lock.outcome': 'busy',
@@ -227,6 +233,9 @@ export class HoldTrace extends SpanTrace {
 
   protected take(event: LockEvent): void {
     switch (event.type) {
+      case 'fire':
+        this.span.setAttributes(fireAttributes(event));
+        break;
       case 'extended':
         this.span.addEvent('extended', { 'dynamo_lock.lease_ms': event.leaseMs });
         break;
@@ -289,6 +298,9 @@ function createInstruments(meter: OtelMeter) {
     revocations: meter.createCounter('dynamo_lock.leadership.revocations', {
       description: 'Terms of this process as leader that ended, by reason (expired, taken, gone, released, shutdown).',
     }),
+    fires: meter.createCounter('dynamo_lock.job.fires', {
+      description: 'Scheduled fires of jobs, by outcome (ran, skipped, missed, lost), skip reason and run result.',
+    }),
     releaseFailures: meter.createCounter('dynamo_lock.release_failures', {
       description: 'Releases that did not release: the lock was no longer held (not-held) or the write failed (error).',
     }),
@@ -314,4 +326,15 @@ function holderAttributes(prefix: string, holder: LockHolder | undefined): OtelA
 function retryAttributes(event: Extract<LockEvent, { type: 'retry' }>): OtelAttributes {
   const error = event.error instanceof Error ? `${event.error.name}: ${event.error.message}` : String(event.error);
   return { 'dynamo_lock.operation': event.operation, 'dynamo_lock.delay_ms': event.delayMs, 'dynamo_lock.error': error };
+}
+
+/** The attributes of a scheduled fire, on its spans and its metric. */
+function fireAttributes(event: Extract<LockEvent, { type: 'fire' }>): OtelAttributes {
+  const attributes: OtelAttributes = {
+    'dynamo_lock.fire.scheduled_at': event.scheduledAt.toISOString(),
+    'dynamo_lock.fire.outcome': event.outcome,
+  };
+  if (event.reason) attributes['dynamo_lock.fire.skip_reason'] = event.reason;
+  if (event.result) attributes['dynamo_lock.fire.result'] = event.result;
+  return attributes;
 }

@@ -23,7 +23,15 @@ export type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interf
 export type { LockLogger } from '../interfaces/lock-logger.interface';
 export type { AcquireOptions } from '../interfaces/acquire-options.interface';
 export type { LockInfo } from '../interfaces/lock-info.interface';
-export type { AcquiredVia, LockEvent, LockEventBase, LockEventListener, LockEventType } from '../interfaces/lock-event.interface';
+export type { JobFire, JobFireOutcome } from '../interfaces/job-fire.interface';
+export type {
+  AcquiredVia,
+  FireSkipReason,
+  LockEvent,
+  LockEventBase,
+  LockEventListener,
+  LockEventType,
+} from '../interfaces/lock-event.interface';
 export { LOCK_EVENT_NAMES, type LockEventOf } from '../observability/lock-event.names';
 export {
   DynamoLockError,

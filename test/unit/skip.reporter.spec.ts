@@ -7,9 +7,9 @@ describe('SkipReporter', () => {
   it('logs the first skip, then one line a minute with the count since the last line', () => {
     const logger = new MemoryLogger();
     const skips = new SkipReporter('ReportJob.run');
-    skips.skipped(logger, 'report', 'a', 0);
+    skips.skipped(logger, 'report', 'a', undefined, 0);
     // One skip a second for two minutes.
-    for (let s = 1; s <= 120; s++) skips.skipped(logger, 'report', 'b', s * 1_000);
+    for (let s = 1; s <= 120; s++) skips.skipped(logger, 'report', 'b', undefined, s * 1_000);
     expect(logger.lines.map((l) => l.level)).toEqual(['debug', 'debug', 'debug']);
     expect(logger.lines.map((l) => l.message)).toEqual([
       expect.stringMatching(/^Skipped ReportJob\.run: lock "report" is held by "a"/),

@@ -1,3 +1,4 @@
+import type { JobFire } from '../../interfaces/job-fire.interface';
 import type { LockInfo } from '../../interfaces/lock-info.interface';
 import { holderName } from '../cli.messages';
 import { formatDuration, relativeTime } from './format-time';
@@ -20,6 +21,17 @@ export interface LockInfoJson {
   waiting?: number;
   /** A semaphore's holders, oldest grant first. */
   holders?: LockInfoJson[];
+  /** A scheduled job's last fire claimed (times in ISO 8601). */
+  lastFire?: JobFireJson;
+}
+
+/** A scheduled job's last fire as `inspect --json` prints it. */
+export interface JobFireJson {
+  scheduledAt: string;
+  owner: string;
+  startedAt: string;
+  endedAt?: string;
+  outcome: JobFire['outcome'];
 }
 
 /** Column headers of {@link lockInfoRow}. */
@@ -42,7 +54,32 @@ export function lockInfoJson(info: LockInfo): LockInfoJson {
     json.waiting = info.waiting ?? 0;
     json.holders = (info.holders ?? []).map(lockInfoJson);
   }
+  if (info.lastFire) json.lastFire = jobFireJson(info.lastFire);
   return json;
+}
+
+/** The JSON form of a job's last fire. */
+function jobFireJson(fire: JobFire): JobFireJson {
+  const json: JobFireJson = {
+    scheduledAt: fire.scheduledAt.toISOString(),
+    owner: fire.owner,
+    startedAt: fire.startedAt.toISOString(),
+    outcome: fire.outcome,
+  };
+  if (fire.endedAt) json.endedAt = fire.endedAt.toISOString();
+  return json;
+}
+
+/** The fields `inspect` shows about a scheduled job's last fire. */
+export function jobFireFields(fire: JobFire, now: Date): [string, string][] {
+  const fields: [string, string][] = [
+    ['Last fire', `${fire.scheduledAt.toISOString()} (${relativeTime(fire.scheduledAt, now)})`],
+    ['Ran on', holderName(fire.owner)],
+    ['Started', fire.startedAt.toISOString()],
+  ];
+  if (fire.endedAt) fields.push(['Ended', fire.endedAt.toISOString()]);
+  fields.push(['Outcome', fire.outcome]);
+  return fields;
 }
 
 /** One row of the `list` table (for a semaphore: its newest holder, and how many of its slots are taken). */
@@ -70,6 +107,7 @@ export function lockInfoFields(info: LockInfo, now: Date): [string, string][] {
     ['Lease', formatDuration(info.leaseDuration)],
     ['Expires', `${expiresAt(info).toISOString()} (${expiry(info, now)})`],
     ['Data', dataText(info.data)],
+    ...(info.lastFire ? jobFireFields(info.lastFire, now) : []),
   ];
 }
 

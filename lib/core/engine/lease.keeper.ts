@@ -88,6 +88,7 @@ export class LeaseKeeper {
       writes: Promise.resolve(),
       acquiredAt: monotonicNow(),
       queuedElsewhere: ticketsWaiting(record),
+      fire: waiter.fire,
     };
     this.leases.set(lock, lease);
     this.scheduler.add(lease);

@@ -3,6 +3,9 @@ import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import { LockConfigurationError, LockValidationError } from '../../errors/lock.errors';
 import {
   CALL_OPTION_INVALID,
+  FIRE_TIME_INVALID,
+  FIRE_TIME_NEEDS_SINGLE_ATTEMPT,
+  FIRE_TIME_WITH_LIMIT,
   HEARTBEAT_NOT_BELOW_LEASE,
   INVALID_OPTION,
   INVALID_WAIT,
@@ -57,6 +60,7 @@ const ACQUIRE_OPTION_NAMES = Object.keys({
   data: true,
   heartbeat: true,
   limit: true,
+  fireTime: true,
 } satisfies Record<keyof AcquireOptions, true>);
 
 /**
@@ -71,9 +75,20 @@ export function checkAcquireOptions(options: unknown, scope: string, withWait = 
   const known = withWait ? ACQUIRE_OPTION_NAMES : ACQUIRE_OPTION_NAMES.filter((name) => name !== 'wait');
   const unknown = unknownOptionMessage(options, known, scope);
   if (unknown) throw new LockValidationError(unknown);
-  const { heartbeat } = options as AcquireOptions;
+  const { heartbeat, fireTime, wait, limit } = options as AcquireOptions;
   if (heartbeat !== undefined && typeof heartbeat !== 'boolean')
     throw new LockValidationError(CALL_OPTION_INVALID(scope, 'heartbeat', 'true or false', heartbeat));
+  if (fireTime !== undefined) {
+    if (fireOf(fireTime) === undefined) throw new LockValidationError(FIRE_TIME_INVALID(scope, fireTime));
+    if (limit !== undefined) throw new LockValidationError(FIRE_TIME_WITH_LIMIT(scope));
+    if (withWait && wait !== false && wait !== 0) throw new LockValidationError(FIRE_TIME_NEEDS_SINGLE_ATTEMPT(scope));
+  }
+}
+
+/** A fire's scheduled time in epoch ms (`fireTime`), or `undefined` when it is not a valid time. */
+export function fireOf(fireTime: unknown): number | undefined {
+  const ms = fireTime instanceof Date ? fireTime.getTime() : fireTime;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? Math.round(ms) : undefined;
 }
 
 /** Options with every default applied and every duration in milliseconds. */

@@ -3,6 +3,8 @@ import type { LockHolder } from '../../errors/lock.errors';
 import type { ScheduledLease } from './heartbeat.scheduler';
 import type { AcquireTrace, HoldTrace } from '../../observability/lock.telemetry';
 import type { Lock } from './lock';
+import type { ReleaseFire } from '../../store/mutex/mutex-store.protocol';
+import type { FireRecord } from '../../store/mutex/mutex.record';
 
 /** A lock this manager holds. Times are on the local monotonic clock. */
 export interface HeldLease extends ScheduledLease {
@@ -32,6 +34,10 @@ export interface HeldLease extends ScheduledLease {
   trace?: HoldTrace;
   /** Its caller had given up before it was acquired: released at once, and no event tells of it. */
   quiet?: boolean;
+  /** The scheduled fire its acquisition claimed (epoch ms), if any: its release records how the run ended. */
+  fire?: number;
+  /** How the run of {@link fire} ended, as its caller said (a release without it says `done`; a shutdown, `failed`). */
+  fireOutcome?: ReleaseFire;
 }
 
 /** A caller waiting for a key. */
@@ -65,13 +71,17 @@ export interface Waiter {
   waiting?: boolean;
   /** The acquire span, when OpenTelemetry is in use. */
   trace?: AcquireTrace;
+  /** The scheduled fire this single attempt claims (epoch ms; `fireTime`). */
+  fire?: number;
+  /** The fire at or after {@link fire} that the item showed claimed already: it ran elsewhere. */
+  fireClaimed?: FireRecord;
   resolve(lock: Lock): void;
   reject(error: unknown): void;
 }
 
 /** The fields of a waiter that every write taking the lock for it carries (free acquire, hand-over). */
 export function writeOf(waiter: Waiter) {
-  return { key: waiter.storedKey, token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data };
+  return { key: waiter.storedKey, token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data, fire: waiter.fire };
 }
 
 /** The state of one key in this manager: its local holder and the local FIFO queue of waiters. */

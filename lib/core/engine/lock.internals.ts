@@ -1,5 +1,7 @@
 import type { LockStores } from '../../store/lock-stores';
+import type { ReleaseFire } from '../../store/mutex/mutex-store.protocol';
 import type { Lock } from './lock';
+import type { LockEvent } from '../../interfaces/lock-event.interface';
 
 /**
  * What the Nest integration (the `@WithLock` decorator, the health indicator) needs of a lock
@@ -14,6 +16,10 @@ export interface LockInternals {
   readonly releaseQuietly: (lock: Lock) => Promise<void>;
   /** Ends the re-entrant scope of `lock` before a delayed release. */
   readonly endScope: (lock: Lock) => void;
+  /** Says how the run of the scheduled fire `lock` claimed ended (its release records it). */
+  readonly endRun: (lock: Lock, result: ReleaseFire) => void;
+  /** Passes an event to the manager's listeners (and telemetry): a scheduled fire missed. */
+  readonly emit: (event: LockEvent) => void;
 }
 
 const registry = new WeakMap<object, LockInternals>();

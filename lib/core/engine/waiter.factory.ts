@@ -3,7 +3,7 @@ import { monotonicNow } from '../../utils/clock';
 import { parseLease } from '../../utils/duration';
 import { serializeData } from '../../utils/lock-key.validation';
 import { randomToken } from '../../utils/random-token';
-import { resolveWait, type ResolvedLockOptions } from './lock-options.resolver';
+import { fireOf, resolveWait, type ResolvedLockOptions } from './lock-options.resolver';
 import type { Waiter } from './lock-state';
 
 /**
@@ -37,6 +37,7 @@ export function createWaiter(
     deadline: startedAt + waitMs,
     cancel: new AbortController(),
     settled: false,
+    fire: options.fireTime === undefined ? undefined : fireOf(options.fireTime),
     resolve: () => undefined,
     reject: () => undefined,
   };

@@ -16,6 +16,15 @@ export function settleWaiter(events: LockEvents, waiter: Waiter, outcome: unknow
     return;
   }
   if (outcome instanceof LockBusyError) {
+    if (waiter.fire !== undefined) {
+      const { fireClaimed, holder } = outcome;
+      const reason = fireClaimed ? 'ran-elsewhere' : 'previous-run';
+      const by = fireClaimed ? fireClaimed.owner : holder?.owner;
+      events.emit(
+        { type: 'fire', key: waiter.key, owner: waiter.owner, scheduledAt: new Date(waiter.fire), outcome: 'skipped', reason, by },
+        waiter.trace,
+      );
+    }
     events.emit({ type: 'busy', key: waiter.key, owner: waiter.owner, holder: outcome.holder, waitedMs: outcome.waitedMs }, waiter.trace);
   } else waiter.trace?.fail(outcome);
   waiter.cancel.abort(outcome);

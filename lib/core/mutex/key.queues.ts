@@ -1,5 +1,5 @@
 import { LockBusyError, LockUnavailableError } from '../../errors/lock.errors';
-import { LOCK_BUSY } from '../../errors/lock.messages';
+import { FIRE_CLAIMED, LOCK_BUSY } from '../../errors/lock.messages';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import { monotonicNow } from '../../utils/clock';
 import { MAX_DURATION_MS } from '../../utils/duration';
@@ -158,7 +158,7 @@ export class KeyQueues {
     // First: acquisitions whose caller is gone must not go on quietly once their callers are settled.
     this.closing.abort(error);
     for (const slot of this.slots.values()) {
-      for (const waiter of slot.waiters) void waiter;
+      for (const waiter of slot.waiters) this.settle(waiter, error);
     }
     await Promise.allSettled([...this.attempts]);
   }
@@ -206,12 +206,11 @@ export class KeyQueues {
     const now = monotonicNow();
     const waited = Math.round(now - waiter.startedAt);
     const releaseInMs = waiter.expectedReleaseAt === undefined ? undefined : Math.max(0, Math.round(waiter.expectedReleaseAt - now));
-    return new LockBusyError(
-      LOCK_BUSY(waiter.key, waiter.holder?.owner, waiter.holder?.fencingToken, waiter.deadline <= waiter.startedAt ? undefined : waited),
-      waiter.key,
-      waiter.holder,
-      waited,
-      releaseInMs,
-    );
+    const claimed = waiter.fireClaimed;
+    const fireClaimed = claimed && { scheduledAt: new Date(claimed.at), owner: claimed.owner };
+    const message = fireClaimed
+      ? FIRE_CLAIMED(waiter.key, new Date(waiter.fire ?? claimed.at), fireClaimed.scheduledAt, fireClaimed.owner)
+      : LOCK_BUSY(waiter.key, waiter.holder?.owner, waiter.holder?.fencingToken, waiter.deadline <= waiter.startedAt ? undefined : waited);
+    return new LockBusyError(message, waiter.key, waiter.holder, waited, releaseInMs, fireClaimed);
   }
 }

@@ -1,5 +1,5 @@
 import type { LockHolder } from '../../errors/lock.errors';
-import { isHeld } from '../../store/mutex/mutex.record';
+import { isHeld, type LockRecord } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import { monotonicNow } from '../../utils/clock';
 import { type KeyHistory, versionOf } from '../engine/key-history';
@@ -17,6 +17,8 @@ export type KeyView =
       leaseMs: number;
       /** The holder is a lease of this process that no caller holds any more: it may be taken back at once. */
       orphan: boolean;
+      /** The item as read (a pass of its holder is written on its version). */
+      record: LockRecord & { rvn: string };
     };
 
 /**
@@ -44,6 +46,13 @@ export class KeyWatcher {
     const holder: LockHolder = { owner: record.owner, fencingToken: record.fencingToken, leaseDuration: seen.leaseMs };
     const observed = this.history.observe(storedKey, { ...seen, holderInfo: holder }, now);
     const orphan = record.token !== undefined && this.history.orphanAt(storedKey, record.token, record.rvn) !== undefined;
-    return { held: true, holder, unchangedMs: now - observed.at, leaseMs: observed.leaseMs, orphan };
+    return {
+      held: true,
+      holder,
+      unchangedMs: now - observed.at,
+      leaseMs: observed.leaseMs,
+      orphan,
+      record: { ...record, rvn: record.rvn },
+    };
   }
 }

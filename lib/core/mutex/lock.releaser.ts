@@ -1,7 +1,7 @@
 import { LockLostError } from '../../errors/lock.errors';
 import { LOCK_RELEASED, RELEASE_NOT_HELD } from '../../errors/lock.messages';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
-import type { Holding } from '../../store/mutex/mutex-store.protocol';
+import type { Holding, ReleaseFire } from '../../store/mutex/mutex-store.protocol';
 import { monotonicNow } from '../../utils/clock';
 import type { KeyHistory } from '../engine/key-history';
 import type { KeyQueues } from './key.queues';
@@ -71,8 +71,14 @@ export class LockReleaser {
     if (usualMs !== undefined) history.recordHold(lease.storedKey, usualMs, lease.token);
     // Waiters of other processes queued in the item come first; then the local queue.
     // Never while a remote attempt runs for the slot: the waiter would be served twice.
+    // A lease that claimed a scheduled fire releases to DynamoDB, which records how its run ended.
     const handing =
-      slot !== undefined && !this.deps.isClosed() && !slot.polling && lease.queuedElsewhere === 0 && queues.nextWaiter(slot) !== undefined;
+      slot !== undefined &&
+      !this.deps.isClosed() &&
+      !slot.polling &&
+      lease.queuedElsewhere === 0 &&
+      lease.fire === undefined &&
+      queues.nextWaiter(slot) !== undefined;
     // Claim the slot for the hand-over now, so no remote attempt starts for the next waiter meanwhile.
     if (handing) slot.polling = true;
     const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
@@ -88,6 +94,17 @@ export class LockReleaser {
           else {
             if (handing) slot.polling = false;
             done = await this.releaseRemote(lease, usualMs);
+            if (done && lease.fire !== undefined) {
+              const scheduledAt = new Date(lease.fire);
+              events.emitFor(lease, {
+                type: 'fire',
+                key: lock.key,
+                owner: lock.owner,
+                scheduledAt,
+                outcome: 'ran',
+                result: fireResult(lease),
+              });
+            }
             if (done) released(lease.queuedElsewhere > 0);
           }
         } catch (error) {
@@ -154,7 +171,8 @@ export class LockReleaser {
 
   /** Gives a lock back to DynamoDB (one write, which also serves the next ticket); `heldMs`, when known, is written for waiters. */
   private async releaseRemote(lease: HeldLease, heldMs: number | undefined): Promise<boolean> {
-    const released = await this.deps.store.release(lease.storedKey, holdingOf(lease), lease.leaseMs, heldMs);
+    const fire = lease.fire === undefined ? undefined : fireResult(lease);
+    const released = await this.deps.store.release(lease.storedKey, holdingOf(lease), lease.leaseMs, heldMs, fire);
     if (released && lease.queuedElsewhere > 0) this.deps.history.recordBusy(lease.storedKey, monotonicNow());
     return released;
   }
@@ -163,4 +181,9 @@ export class LockReleaser {
 /** What a held lease writes with: its token, and the ticket it holds by until the token is in the item. */
 function holdingOf(lease: HeldLease): Holding {
   return { token: lease.token, ticket: lease.ticket };
+}
+
+/** How the run of a lease's scheduled fire ended: as its caller said, else done (a release by hand). */
+function fireResult(lease: HeldLease): ReleaseFire {
+  return lease.fireOutcome ?? 'done';
 }

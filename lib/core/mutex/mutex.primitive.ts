@@ -1,8 +1,9 @@
-import { LockLostError, LockValidationError } from '../../errors/lock.errors';
+import { LockBusyError, LockLostError, LockValidationError } from '../../errors/lock.errors';
 import { KEY_IS_MUTEX, LEASE_ID_INVALID, NOT_HELD_FOR_EXTEND, RELEASED_AT_SHUTDOWN } from '../../errors/lock.messages';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
+import type { JobFire } from '../../interfaces/job-fire.interface';
 import type { LockInfo } from '../../interfaces/lock-info.interface';
-import { isHeld, type LockRecord } from '../../store/mutex/mutex.record';
+import { type FireRecord, isHeld, type LockRecord } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import { CLAIM_LEASE_MS } from '../../store/mutex/mutex-store.protocol';
 import { type Duration, parseLease } from '../../utils/duration';
@@ -16,6 +17,7 @@ import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/pr
 import { KeyQueues } from './key.queues';
 import { type KeyView, KeyWatcher } from './key.watcher';
 import { LockReleaser } from './lock.releaser';
+import { RunWatch } from './run.watch';
 
 /**
  * The mutex (`acquire(key)`): one holder per key, callers of one process in a local FIFO queue
@@ -32,6 +34,7 @@ export class MutexPrimitive implements LockPrimitive {
   private readonly queues: KeyQueues;
   private readonly releaser: LockReleaser;
   private readonly watcher: KeyWatcher;
+  private readonly runs: RunWatch;
   private closed = false;
 
   constructor(private readonly context: PrimitiveContext) {
@@ -65,6 +68,7 @@ export class MutexPrimitive implements LockPrimitive {
       releaseQuietly,
     });
     this.watcher = new KeyWatcher(store, history, options.leaseMs);
+    this.runs = new RunWatch({ store, watcher: this.watcher, owner: options.ownerName, emit: (event) => events.emit(event) });
   }
 
   serves(options: AcquireOptions): boolean {
@@ -88,10 +92,17 @@ export class MutexPrimitive implements LockPrimitive {
     } catch (error) {
       return Promise.reject(error);
     }
-    return new Promise<Lock>((resolve, reject) => {
+    const lock = new Promise<Lock>((resolve, reject) => {
       waiter.resolve = resolve;
       waiter.reject = reject;
       this.queues.enqueue(waiter, options.signal);
+    });
+    if (waiter.fire === undefined) return lock;
+    // A scheduled fire skipped while a run holds the job elsewhere: watch that run until it ends,
+    // so that a run whose instance died is passed in time for the next fire.
+    return lock.catch((error: unknown) => {
+      if (error instanceof LockBusyError && error.holder !== undefined) this.runs.start(key, storedKey);
+      throw error;
     });
   }
 
@@ -156,6 +167,12 @@ export class MutexPrimitive implements LockPrimitive {
     return holder?.token === leaseId && holder.state === 'held' ? holder : undefined;
   }
 
+  /** The last scheduled fire claimed on a key (one strongly consistent read), or `null` when none was. */
+  async lastFire(key: string): Promise<JobFire | null> {
+    const record = await this.store.read(toStoredKey(key, this.context.options.keyPrefix));
+    return record?.fire ? jobFireOf(record.fire) : null;
+  }
+
   async inspect(_key: string, storedKey: string): Promise<LockInfo | null | undefined> {
     const record = await this.store.read(storedKey);
     if (record === undefined) return undefined;
@@ -174,8 +191,11 @@ export class MutexPrimitive implements LockPrimitive {
 
   async close(error: unknown): Promise<void> {
     this.closed = true;
+    await this.runs.close();
     await this.queues.close(error);
     const held = this.keeper.all();
+    // A run cut short by the shutdown did not end well (one that returned said so already).
+    for (const lease of held) if (lease.fire !== undefined) lease.fireOutcome ??= 'failed';
     // Code still running under these locks must stop before another owner can take them.
     for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
     await Promise.allSettled(held.map((lease) => this.releaser.release(lease.lock)));
@@ -198,6 +218,18 @@ export class MutexPrimitive implements LockPrimitive {
       updatedAt: new Date(record.updatedAt ?? record.acquiredAt ?? 0),
       leaseDuration: record.leaseMs ?? record.claimMs ?? CLAIM_LEASE_MS,
       data: record.data === undefined ? undefined : JSON.parse(record.data),
+      ...(record.fire && { lastFire: jobFireOf(record.fire) }),
     };
   }
+}
+
+/** A fire as the item keeps it, for `lastFire()` and `inspect()`. */
+function jobFireOf(fire: FireRecord): JobFire {
+  return {
+    scheduledAt: new Date(fire.at),
+    owner: fire.owner ?? '',
+    startedAt: new Date(fire.startedAt ?? fire.at),
+    ...(fire.endedAt !== undefined && { endedAt: new Date(fire.endedAt) }),
+    outcome: fire.outcome ?? 'running',
+  };
 }

@@ -200,6 +200,11 @@ export class RemoteAcquisition {
     const { waiter } = this;
     const { current } = this.line;
     if (!this.line.known || !current) return { kind: this.enqueueFirst ? 'enqueue' : 'free' };
+    // The scheduled fire asked for, or a later one, was claimed already: it ran (or runs) elsewhere.
+    if (waiter.fire !== undefined && current.fire !== undefined && current.fire.at >= waiter.fire) {
+      waiter.fireClaimed = current.fire;
+      throw this.host.busyError(waiter);
+    }
     if (!isHeld(current)) return { kind: 'free' };
     const now = monotonicNow();
     // Seen unchanged for a whole lease, by this call or an earlier one of this process (a single
@@ -278,7 +283,11 @@ export class RemoteAcquisition {
           rvn: step.seen.rvn ?? '',
           live: step.seen.live,
           target: step.target,
-          holder: step.mine ? { token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data } : undefined,
+          holder: step.mine
+            ? { token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs, data: waiter.data, fire: waiter.fire }
+            : undefined,
+          // A silent holder running a scheduled fire: that run is lost (a claim of this writer's replaces it).
+          fireLost: step.seen.fire?.outcome === 'running' && !(step.mine && waiter.fire !== undefined),
         });
       }),
     );

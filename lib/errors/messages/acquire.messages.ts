@@ -21,6 +21,18 @@ export const DATA_NOT_SERIALIZABLE = (key: string, reason: string) =>
 export const DATA_TOO_LARGE = (key: string, bytes: number, max: number) =>
   `Lock data for "${truncate(key)}" is ${bytes} bytes as JSON; at most ${max} bytes are allowed, so that every lock write stays within one or two DynamoDB write units. Store a reference (an id or URL) instead of the payload.`;
 
+export const FIRE_CLAIMED = (key: string, fire: Date, claimed: Date, owner: string | undefined) =>
+  `Lock "${key}" was not taken for the fire scheduled at ${fire.toISOString()}: ${owner ? `"${owner}"` : 'another instance'} claimed the fire of ${claimed.toISOString()} already, so it ran (or runs) there.`;
+
+export const FIRE_TIME_INVALID = (scope: string, value: unknown) =>
+  `${scope} option "fireTime" must be the fire's scheduled time, a valid Date or epoch milliseconds; got ${describe(value)}.`;
+
+export const FIRE_TIME_NEEDS_SINGLE_ATTEMPT = (scope: string) =>
+  `${scope} option "fireTime" claims a scheduled fire with a single attempt: use tryAcquire(), or pass wait: false (a waiting caller could be served after the fire has passed).`;
+
+export const FIRE_TIME_WITH_LIMIT = (scope: string) =>
+  `${scope}: "fireTime" claims a fire of a job's mutex; it cannot be used with "limit" (a semaphore).`;
+
 /** `waitedMs` is `undefined` for a single attempt (`wait: false`). */
 export const LOCK_BUSY = (key: string, holder: string | undefined, fencingToken: number | undefined, waitedMs: number | undefined) =>
   `Lock "${key}" is held by ${holder ? `"${holder}"` : 'another owner'}${fencingToken !== undefined ? ` (fencing token ${fencingToken})` : ''}; gave up after ${waitedMs === undefined ? 'one attempt (wait: false)' : `waiting ${waitedMs} ms`}.`;

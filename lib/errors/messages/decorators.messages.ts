@@ -51,9 +51,6 @@ export const SKIPPED_BUSY = (where: string, key: string, holder: string | undefi
 export const SKIPPED_BUSY_AGAIN = (where: string, key: string, count: number, seconds: number, holder: string | undefined) =>
   `Skipped ${where} ${count} more time${count === 1 ? '' : 's'} in ${seconds} s: lock "${key}" was held by ${holder ? `"${holder}"` : 'another owner'} last.`;
 
-export const SCHEDULE_UNREADABLE = (where: string, holdMs: number) =>
-  `@WithLock on ${where}: its @Cron schedule could not be read (the "cron" package that @nestjs/schedule uses was not found), so holdAtLeast stays ${holdMs} ms; set holdAtLeast to about half the schedule's period so each tick runs exactly once.`;
-
 export const HOLD_AT_LEAST_REACHES_PERIOD = (where: string, holdMs: number, periodMs: number) =>
   `@WithLock on ${where}: holdAtLeast (${holdMs} ms) reaches the period of its schedule (${periodMs} ms), so the next tick would find the lock still held and be skipped on every instance. Use at most half the period (${Math.floor(periodMs / 2)} ms), or leave holdAtLeast out: it is then derived from the schedule.`;
 

@@ -1,6 +1,6 @@
 import type { ReadConsistency } from '../store.protocol';
 import type { LockRecord } from './mutex.record';
-import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
 
 /**
  * Where mutex items live: one item per key, with its holder, its line of tickets and its fencing
@@ -19,8 +19,11 @@ export interface MutexStorePort {
   markAlive(key: string, rvn: string, ticket: number): Promise<WriteResult>;
   /** Renews a held lock (new record version; new lease unless `undefined`; the holder's data when given). */
   heartbeat(write: HeartbeatWrite): Promise<WriteResult>;
-  /** Releases a held lock, serving the next ticket; `false` when `holding` did not hold it. `heldMs` is recorded for waiters. */
-  release(key: string, holding: Holding, leaseMs: number, heldMs?: number): Promise<boolean>;
+  /**
+   * Releases a held lock, serving the next ticket; `false` when `holding` did not hold it. `heldMs`
+   * is recorded for waiters; `fire` ends the scheduled fire the holder claimed (kept in the item).
+   */
+  release(key: string, holding: Holding, leaseMs: number, heldMs?: number, fire?: ReleaseFire): Promise<boolean>;
   /**
    * Reads one record: strongly consistent, or `'eventual'` (half the price on DynamoDB, possibly
    * a little old: only for timing reads, never for deciding who holds).

@@ -2,6 +2,7 @@
  * The words a mutex store and its callers speak ({@link MutexStorePort}): what a write asks for
  * and what it answers. Both mutex stores and the engine import them from here, never from one another.
  */
+import type { JobFireOutcome } from '../../interfaces/job-fire.interface';
 import type { LockRecord } from './mutex.record';
 
 /**
@@ -29,6 +30,11 @@ export interface AcquireWrite {
   leaseMs: number;
   data?: string;
   condition: AcquireCondition;
+  /**
+   * A scheduled fire to claim (its scheduled time, epoch ms): the write succeeds only when no
+   * fire at or after it was claimed, and records it as running under this owner.
+   */
+  fire?: number;
 }
 
 /** A waiter taking a ticket: its place in line behind the holder. */
@@ -52,9 +58,14 @@ export interface SkipWrite {
   live: number | undefined;
   /** The ticket served next: the smallest live one, the writer's own, or the next one. */
   target: number;
-  /** The writer, when `target` is its own ticket: it holds from this write. */
-  holder?: { token: string; owner: string; leaseMs: number; data?: string };
+  /** The writer, when `target` is its own ticket: it holds from this write (claiming `fire` as {@link AcquireWrite.fire} does). */
+  holder?: { token: string; owner: string; leaseMs: number; data?: string; fire?: number };
+  /** The holder passed was running a fire, as the item watched showed: record it `lost` (a write by another holder leaves it). */
+  fireLost?: boolean;
 }
+
+/** How a release ends the fire its holder claimed, if any. */
+export type ReleaseFire = Exclude<JobFireOutcome, 'running' | 'lost'>;
 
 /** A holder renewing its lease; its first write after a promotion also puts its token in the item. */
 export interface HeartbeatWrite {

@@ -4,7 +4,7 @@ import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.re
 import type { ReadConsistency } from '../store.protocol';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import type { MutexStorePort } from './mutex-store.port';
-import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
 
 /** One UpdateItem, before attribute names are picked and values completed. */
@@ -57,6 +57,7 @@ export class DynamoMutexStore implements MutexStorePort {
       values[':data'] = { S: write.data };
     }
     let condition: string;
+    const claim = claimFire(write.fire, write.owner, set, remove, values);
     if (write.condition.kind === 'free') {
       values[':base'] = { N: String(now * 1000) };
       // The counter as the last release (or skip) left it: one above the last holder's, and unused.
@@ -69,11 +70,11 @@ export class DynamoMutexStore implements MutexStorePort {
         '#tailToken = :token',
       );
       // Not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
-      condition = 'attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)';
+      condition = `attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)${claim}`;
     } else {
       set.push('#fence = #fence + :one');
       // Re-applicable by the new holder (the head does not move): a retried hand-over succeeds again.
-      condition = `${holdingCondition(write.condition.from, values, ':from')} OR #token = :token`;
+      condition = `(${holdingCondition(write.condition.from, values, ':from')} OR #token = :token)${claim}`;
     }
     return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
   }
@@ -136,9 +137,15 @@ export class DynamoMutexStore implements MutexStorePort {
     const set = ['#head = :target', '#fence = #fence + :one', '#rvn = :rvn', '#updatedAt = :now'];
     const remove = ['#live'];
     const { holder } = write;
+    let claim = '';
+    if (write.fireLost) {
+      set.push('#fireOutcome = :lost', '#fireEnd = :now');
+      values[':lost'] = { S: 'lost' };
+    }
     if (holder) {
       set.push('#token = :token', '#owner = :owner', '#lease = :lease', '#acquiredAt = :now');
       Object.assign(values, { ':token': { S: holder.token }, ':owner': { S: holder.owner }, ':lease': { N: String(holder.leaseMs) } });
+      claim = claimFire(holder.fire, holder.owner, set, remove, values);
       if (holder.data === undefined) remove.push('#data');
       else {
         set.push('#data = :data');
@@ -156,7 +163,7 @@ export class DynamoMutexStore implements MutexStorePort {
         set,
         remove,
         // A holder's ticket was taken (below `tail`); without one, `head` may reach `tail` (free).
-        condition: `#rvn = :seenRvn AND ${live} AND #head < :target AND #tail ${holder ? '>' : '>='} :target`,
+        condition: `#rvn = :seenRvn AND ${live} AND #head < :target AND #tail ${holder ? '>' : '>='} :target${claim}`,
         values,
         returnNew: true,
       },
@@ -221,7 +228,7 @@ export class DynamoMutexStore implements MutexStorePort {
    * lost still reports success (without writing again).
    * @returns `false` when the holding no longer held the lock (nothing was changed).
    */
-  async release(key: string, holding: Holding, leaseMs: number, heldMs?: number): Promise<boolean> {
+  async release(key: string, holding: Holding, leaseMs: number, heldMs?: number, fire?: ReleaseFire): Promise<boolean> {
     const now = Date.now();
     const values: Record<string, AttributeValue> = {
       ':rvn': { S: randomToken() },
@@ -230,6 +237,9 @@ export class DynamoMutexStore implements MutexStorePort {
       ...heldValue(heldMs),
     };
     const condition = holdingCondition(holding, values);
+    // The fire this holder claimed (the write that took the lock did): its end stays in the item.
+    const ended = fire === undefined ? [] : ['#fireOutcome = :outcome', '#fireEnd = :now'];
+    if (fire !== undefined) values[':outcome'] = { S: fire };
     const result = await this.update(
       {
         key,
@@ -240,6 +250,7 @@ export class DynamoMutexStore implements MutexStorePort {
           '#released = :token',
           '#updatedAt = :now',
           ...lastHold(heldMs),
+          ...ended,
         ],
         remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live', ...noHold(heldMs)],
         condition,
@@ -313,4 +324,24 @@ function noHold(heldMs: number | undefined): string[] {
 
 function heldValue(heldMs: number | undefined): Record<string, AttributeValue> {
   return heldMs === undefined ? {} : { ':held': { N: String(Math.max(0, Math.round(heldMs))) } };
+}
+
+/**
+ * Adds the claim of a scheduled fire (its scheduled time, epoch ms) to a write that takes the lock:
+ * the fire and its start are recorded as running under `owner`, and the returned condition (to
+ * append with AND) lets the write succeed only when no fire at or after it was claimed. No clock is
+ * compared: every instance names a fire by the schedule's time.
+ */
+function claimFire(
+  fire: number | undefined,
+  owner: string,
+  set: string[],
+  remove: string[],
+  values: Record<string, AttributeValue>,
+): string {
+  if (fire === undefined) return '';
+  set.push('#fire = :fire', '#fireOwner = :fireOwner', '#fireStart = :now', '#fireOutcome = :running');
+  remove.push('#fireEnd');
+  Object.assign(values, { ':fire': { N: String(fire) }, ':fireOwner': { S: owner }, ':running': { S: 'running' } });
+  return ' AND (attribute_not_exists(#fire) OR #fire < :fire)';
 }

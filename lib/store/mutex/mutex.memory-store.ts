@@ -2,7 +2,8 @@ import { randomToken } from '../../utils/random-token';
 import { ATTR, isHeld, type LockRecord } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { MutexStorePort } from './mutex-store.port';
-import type { AcquireWrite, HeartbeatWrite, Holding, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import type { JobFireOutcome } from '../../interfaces/job-fire.interface';
 
 /** One lock item with the DynamoDB store's attributes; an absent attribute is `undefined`. */
 interface StoredItem {
@@ -25,6 +26,11 @@ interface StoredItem {
   live?: number;
   /** The `claims` number set; DynamoDB has no empty sets, so never empty here either. */
   claims?: number[];
+  fire?: number;
+  fireOwner?: string;
+  fireStart?: number;
+  fireEnd?: number;
+  fireOutcome?: JobFireOutcome;
 }
 
 /** Compile-time check: every stored field is named as the DynamoDB store names the attribute. */
@@ -91,6 +97,8 @@ export class MemoryMutexStore implements MutexStorePort {
         releasedToken: undefined,
         ttl: ttlOf(now, w.leaseMs),
       };
+      if (!claimable(item, w.fire)) return undefined;
+      Object.assign(holder, claimOf(w.fire, w.owner, now));
       if (w.condition.kind === 'free') {
         if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
         const base = now * 1000;
@@ -137,11 +145,13 @@ export class MemoryMutexStore implements MutexStorePort {
       if (item.rvn !== w.rvn || item.live !== w.live || item.tail === undefined || item.head === undefined || item.head >= w.target)
         return undefined;
       if (w.holder ? item.tail <= w.target : item.tail < w.target) return undefined;
+      if (w.holder && !claimable(item, w.holder.fire)) return undefined;
       const now = Date.now();
       const passed: StoredItem = { ...item, head: w.target, fence: fenceOf(item) + 1, rvn: randomToken(), updatedAt: now, live: undefined };
+      if (w.fireLost) Object.assign(passed, { fireOutcome: 'lost', fireEnd: now });
       if (!w.holder) return { ...passed, token: undefined, owner: undefined, data: undefined, leaseMs: undefined, acquiredAt: undefined };
       const { token, owner, leaseMs, data } = w.holder;
-      return { ...passed, token, owner, leaseMs, data, acquiredAt: now, ttl: ttlOf(now, leaseMs) };
+      return { ...passed, token, owner, leaseMs, data, acquiredAt: now, ttl: ttlOf(now, leaseMs), ...claimOf(w.holder.fire, owner, now) };
     });
   }
 
@@ -177,7 +187,7 @@ export class MemoryMutexStore implements MutexStorePort {
     });
   }
 
-  async release(key: string, holding: Holding, leaseMs: number, heldMs?: number): Promise<boolean> {
+  async release(key: string, holding: Holding, leaseMs: number, heldMs?: number, fire?: ReleaseFire): Promise<boolean> {
     const h = structuredClone(holding);
     await tick();
     const result = this.update(key, (item) => {
@@ -202,6 +212,7 @@ export class MemoryMutexStore implements MutexStorePort {
         leaseMs: undefined,
         acquiredAt: undefined,
         live: undefined,
+        ...(fire === undefined ? {} : { fireOutcome: fire, fireEnd: now }),
       };
     });
     // A retried release: already released by this token (nothing written again).
@@ -279,5 +290,20 @@ function toRecord(item: StoredItem): LockRecord {
     tailToken: item.tailToken,
     live: item.live,
     claimMs: item.claims?.length ? Math.max(...item.claims) : undefined,
+    fire:
+      item.fire === undefined
+        ? undefined
+        : { at: item.fire, owner: item.fireOwner, startedAt: item.fireStart, endedAt: item.fireEnd, outcome: item.fireOutcome },
   };
+}
+
+/** Whether a write may claim `fire`: none asked, or no fire at or after it claimed (as `claimFire` conditions it). */
+function claimable(item: StoredItem, fire: number | undefined): boolean {
+  return fire === undefined || item.fire === undefined || item.fire < fire;
+}
+
+/** The attributes a write claiming `fire` sets (the DynamoDB store's `claimFire`). */
+function claimOf(fire: number | undefined, owner: string, now: number): Partial<StoredItem> {
+  if (fire === undefined) return {};
+  return { fire, fireOwner: owner, fireStart: now, fireOutcome: 'running', fireEnd: undefined };
 }

@@ -1,4 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { JobFireOutcome } from '../../interfaces/job-fire.interface';
 import { TABLE_ATTR } from '../dynamo/table-schema';
 
 /**
@@ -51,6 +52,20 @@ export const ATTR = {
    * largest of them, not after the longest possible claim lease.
    */
   claims: 'claims',
+  /**
+   * A scheduled job's last fire claimed: its scheduled time (epoch ms, the schedule's). A claim is
+   * written by the write that takes the lock, only for a later fire, and stays after the release:
+   * each fire runs once, whatever the instances' clocks.
+   */
+  fire: 'fire',
+  /** Owner name of the instance that claimed the last fire. */
+  fireOwner: 'fireOwner',
+  /** Wall-clock start of the last fire's run (ms since epoch); informational. */
+  fireStart: 'fireStart',
+  /** Wall-clock end of the last fire's run (ms since epoch); informational. */
+  fireEnd: 'fireEnd',
+  /** How the last fire's run ended: `running`, `done`, `failed` or `lost`. */
+  fireOutcome: 'fireOutcome',
 } as const;
 
 /** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key`, ... */
@@ -81,6 +96,18 @@ export interface LockRecord {
   live?: number;
   /** The largest claim lease of the tickets taken since the line was last empty. */
   claimMs?: number;
+  /** A scheduled job's last fire claimed (see `ATTR.fire`). */
+  fire?: FireRecord;
+}
+
+/** A scheduled job's last fire claimed, as the item keeps it (times in ms since the epoch). */
+export interface FireRecord {
+  /** Its scheduled time. */
+  at: number;
+  owner?: string;
+  startedAt?: number;
+  endedAt?: number;
+  outcome?: JobFireOutcome;
 }
 
 /**
@@ -118,6 +145,19 @@ export function toLockRecord(item: Record<string, AttributeValue>): LockRecord {
     tailToken: item[ATTR.tailToken]?.S,
     live: num(item[ATTR.live]),
     claimMs: largest(item[ATTR.claims]?.NS),
+    fire: fireOf(item),
+  };
+}
+
+function fireOf(item: Record<string, AttributeValue>): FireRecord | undefined {
+  const at = num(item[ATTR.fire]);
+  if (at === undefined) return undefined;
+  return {
+    at,
+    owner: item[ATTR.fireOwner]?.S,
+    startedAt: num(item[ATTR.fireStart]),
+    endedAt: num(item[ATTR.fireEnd]),
+    outcome: item[ATTR.fireOutcome]?.S as JobFireOutcome | undefined,
   };
 }
 
