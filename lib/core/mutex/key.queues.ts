@@ -158,7 +158,7 @@ export class KeyQueues {
     // First: acquisitions whose caller is gone must not go on quietly once their callers are settled.
     this.closing.abort(error);
     for (const slot of this.slots.values()) {
-      for (const waiter of slot.waiters) void waiter;
+      for (const waiter of slot.waiters) this.settle(waiter, error);
     }
     await Promise.allSettled([...this.attempts]);
   }
