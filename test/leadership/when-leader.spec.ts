@@ -13,20 +13,21 @@ import { isObservable, lastValueFrom, Observable, of, toArray } from 'rxjs';
 import {
   DynamoLockModule,
   LockManager,
+  type LockItemStore,
   LockService,
-  type MutexStorePort,
   LockValidationError,
   MemoryLockStore,
   WhenLeader,
 } from '../../lib';
+import { customStores, memoryStoresOf } from '../support/custom-stores';
 import { MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
 
 /** A memory store that counts the requests made of it. */
-function countingStore(): { store: MutexStorePort; count: () => number } {
-  const inner = new MemoryLockStore();
+function countingStore(): { store: LockItemStore; count: () => number } {
+  const inner = memoryStoresOf(new MemoryLockStore());
   let requests = 0;
-  const store = new Proxy(inner, {
+  const mutex = new Proxy(inner.mutex, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
       if (typeof value !== 'function') return value;
@@ -36,7 +37,7 @@ function countingStore(): { store: MutexStorePort; count: () => number } {
       };
     },
   });
-  return { store, count: () => requests };
+  return { store: customStores(mutex, inner.semaphore), count: () => requests };
 }
 
 const apps: INestApplicationContext[] = [];
@@ -46,7 +47,7 @@ afterEach(async () => {
 
 async function start(
   provider: Type,
-  store: MutexStorePort,
+  store: LockItemStore,
   owner: string,
   imports: (Type | DynamicModule)[] = [],
 ): Promise<INestApplicationContext> {
@@ -258,7 +259,7 @@ describe('lead() on the in-memory store, as on DynamoDB', () => {
     const shared = new MemoryLockStore();
     let cut = false;
     // The first manager's view of the store, which a test can cut off (a network partition).
-    const partitioned = new Proxy(shared, {
+    const partitioned = new Proxy(memoryStoresOf(shared).mutex, {
       get(target, property, receiver) {
         const value: unknown = Reflect.get(target, property, receiver);
         if (typeof value !== 'function') return value;
@@ -267,7 +268,7 @@ describe('lead() on the in-memory store, as on DynamoDB', () => {
       },
     });
     const options = { leaseDuration: 600, logger: new MemoryLogger() };
-    const a = new LockManager({ ...options, store: partitioned, ownerName: 'a' });
+    const a = new LockManager({ ...options, store: customStores(partitioned, memoryStoresOf(shared).semaphore), ownerName: 'a' });
     const b = new LockManager({ ...options, store: shared, ownerName: 'b' });
     try {
       const first = a.lead('memory', { watchInterval: 100 });

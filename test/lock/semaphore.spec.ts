@@ -17,6 +17,7 @@ import {
   type Lock,
 } from '../../lib';
 import { SEMAPHORE_KEY_SUFFIX } from '../../lib/store/semaphore/semaphore.record';
+import { memoryStoresOf } from '../support/custom-stores';
 import { countRequests } from '../support/request-counter';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
@@ -276,7 +277,7 @@ describe('semaphore [memory store]', () => {
   it('list() skips semaphores, and still lists mutexes, when the semaphore store has no scanHeld (it is optional)', async () => {
     const store = new MemoryLockStore();
     // A custom semaphore store written before scanHeld existed.
-    Object.assign(store.semaphores, { scanHeld: undefined });
+    Object.assign(memoryStoresOf(store).semaphore, { scanHeld: undefined });
     const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger() });
     managers.push(manager);
     const slot = await manager.acquire('no-scan', { limit: 2 });
@@ -290,7 +291,7 @@ describe('semaphore [memory store]', () => {
     const store = new MemoryLockStore();
     const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger() });
     managers.push(manager);
-    const semaphores = store.semaphores;
+    const semaphores = memoryStoresOf(store).semaphore;
     const itemOf = () => semaphores.read(`quiet-hold${SEMAPHORE_KEY_SUFFIX}`);
     const first = await manager.acquire('quiet-hold', { limit: 2 });
     await sleep(300);

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockBusyError, LockLostError, LockManager, type Lock } from '../../lib';
-import { LockStore } from '../../lib/store/mutex/mutex.dynamo-store';
-import { MemoryLockStore } from '../../lib/store/mutex/mutex.memory-store';
+import { MemoryLockStore } from '../../lib/store/memory-lock.store';
+import { DynamoMutexStore } from '../../lib/store/mutex/mutex.dynamo-store';
 import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
+import { memoryStoresOf } from '../support/custom-stores';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer, testClientConfig } from '../support/servers';
@@ -130,7 +131,7 @@ describeEachServer('Engine paths', (server) => {
 
   singleAttemptSuite(server.name, () => ({
     managers: (n) => Array.from({ length: n }, (_, i) => fixture.manager({ ownerName: `p${i}` })),
-    store: () => new LockStore(fixture.client, { tableName: fixture.tableName, ttlDays: 0 }),
+    store: () => new DynamoMutexStore(fixture.client, { tableName: fixture.tableName, ttlDays: 0 }),
   }));
 
   describe('a lease never handed out already run out', () => {
@@ -273,7 +274,7 @@ describe('Engine paths [memory store]', () => {
           managers.push(manager);
           return manager;
         }),
-      store: () => store,
+      store: () => memoryStoresOf(store).mutex,
     };
   });
 });

@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { LockBusyError } from '../../lib';
 import { ticketsWaiting } from '../../lib/store/mutex/mutex.record';
-import { LockStore } from '../../lib/store/mutex/mutex.dynamo-store';
+import { DynamoMutexStore } from '../../lib/store/mutex/mutex.dynamo-store';
 import { claimLeaseOf } from '../../lib/store/mutex/mutex-store.protocol';
 import { killOnExit } from '../../tools/exit-guard.mjs';
 import { LockFixture } from '../support/lock-fixture';
@@ -568,7 +568,7 @@ describeEachServer('Lock across OS processes', (server) => {
     async () => {
       const key = newKey('dead-line');
       const leaseMs = 3 * SECOND;
-      const store = new LockStore(fixture.client, { tableName: fixture.tableName, ttlDays: 0 });
+      const store = new DynamoMutexStore(fixture.client, { tableName: fixture.tableName, ttlDays: 0 });
       const waiting = async (n: number) => {
         for (let i = 0; i < 200 && ticketsWaiting(await store.read(key)) < n; i++) await sleep(25);
         expect(ticketsWaiting(await store.read(key))).toBe(n);

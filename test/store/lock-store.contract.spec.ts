@@ -1,18 +1,19 @@
 import { describe } from '@jest/globals';
 import { MemoryLockStore } from '../../lib';
-import { LockStore } from '../../lib/store/mutex/mutex.dynamo-store';
+import { DynamoLockStores } from '../../lib/store/dynamo-lock.stores';
+import { memoryStoresOf } from '../support/custom-stores';
 import { createLockTable, createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
 import { lockStoreContract } from './lock-store.contract';
 
-describeEachServer('LockStore (DynamoDB)', (server) => {
+describeEachServer('DynamoMutexStore (DynamoDB)', (server) => {
   lockStoreContract(
-    `LockStore on ${server.name}`,
+    `DynamoMutexStore on ${server.name}`,
     async () => {
       const client = createTestClient(server);
       const tableName = uniqueTableName('contract');
       await createLockTable(client, tableName);
       return {
-        store: new LockStore(client, { tableName, ttlDays: 2 }),
+        store: new DynamoLockStores(client, { tableName, ttlDays: 2 }).mutex,
         async close() {
           await deleteTable(client, tableName).catch(() => undefined);
           client.destroy();
@@ -24,8 +25,10 @@ describeEachServer('LockStore (DynamoDB)', (server) => {
   );
 });
 
-describe('MemoryLockStore', () => {
-  lockStoreContract('MemoryLockStore', async () => ({ store: new MemoryLockStore(), close: async () => undefined }), {
-    returnsCurrent: true,
-  });
+describe('MemoryMutexStore', () => {
+  lockStoreContract(
+    'MemoryMutexStore',
+    async () => ({ store: memoryStoresOf(new MemoryLockStore()).mutex, close: async () => undefined }),
+    { returnsCurrent: true },
+  );
 });

@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { AcquireCondition, AcquireWrite, HeartbeatWrite, Holding, LockRecord, MutexStorePort, SkipWrite, WriteResult } from '../../lib';
-import { isHeld, ticketsWaiting } from '../../lib/store/mutex/mutex.record';
+import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
+import type {
+  AcquireCondition,
+  AcquireWrite,
+  HeartbeatWrite,
+  Holding,
+  SkipWrite,
+  WriteResult,
+} from '../../lib/store/mutex/mutex-store.protocol';
+import { isHeld, type LockRecord, ticketsWaiting } from '../../lib/store/mutex/mutex.record';
 
 /** A store under test, and how to dispose of whatever it needed (a table, a client). */
 export interface StoreUnderTest {

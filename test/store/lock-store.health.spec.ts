@@ -1,12 +1,13 @@
 /**
- * The store port's health answer (`MutexStorePort.health`), which the Terminus indicator turns into
+ * The stores' health answer (`LockStores.health`), which the Terminus indicator turns into
  * its report (test/health): the memory store is always up; the DynamoDB store reports its table
  * from one `DescribeTable`, or why it could not, and gives up as soon as the signal aborts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { MemoryLockStore } from '../../lib';
-import { LockStore } from '../../lib/store/mutex/mutex.dynamo-store';
+import { DynamoLockStores } from '../../lib/store/dynamo-lock.stores';
+import { memoryStoresOf } from '../support/custom-stores';
 import { startHungServer } from '../support/hung-server';
 import { createLockTable, createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
 
@@ -18,11 +19,11 @@ const offlineClient = (endpoint: string) =>
 
 describe('MemoryLockStore.health', () => {
   it('is { store: "memory" }, contacting nothing', async () => {
-    await expect(new MemoryLockStore().health(never)).resolves.toEqual({ store: 'memory' });
+    await expect(memoryStoresOf(new MemoryLockStore()).health(never)).resolves.toEqual({ store: 'memory' });
   });
 });
 
-describeEachServer('LockStore.health', (server) => {
+describeEachServer('DynamoLockStores.health', (server) => {
   const client = createTestClient(server);
   const tableName = uniqueTableName('health');
   beforeAll(() => createLockTable(client, tableName));
@@ -32,24 +33,24 @@ describeEachServer('LockStore.health', (server) => {
   });
 
   it('reports the table, its status and the latency', async () => {
-    const health = await new LockStore(client, { tableName, ttlDays: 2 }).health(never);
+    const health = await new DynamoLockStores(client, { tableName, ttlDays: 2 }).health(never);
     expect(health).toEqual({ store: 'dynamodb', table: tableName, tableStatus: 'ACTIVE', latencyMs: expect.any(Number) });
   });
 
   it('reports a missing table as "missing", without a status', async () => {
     const missing = uniqueTableName('missing');
-    const health = await new LockStore(client, { tableName: missing, ttlDays: 2 }).health(never);
+    const health = await new DynamoLockStores(client, { tableName: missing, ttlDays: 2 }).health(never);
     expect(health).toEqual({ store: 'dynamodb', table: missing, latencyMs: expect.any(Number), failure: 'missing' });
   });
 });
 
-describe('LockStore.health without a server', () => {
+describe('DynamoLockStores.health without a server', () => {
   it('reports an endpoint that refuses the request as "failed", with the error', async () => {
     const hung = await startHungServer();
     const endpoint = hung.endpoint;
     await hung.close(); // nothing listens there now
     const offline = offlineClient(endpoint);
-    const health = await new LockStore(offline, { tableName: 'locks', ttlDays: 2 }).health(never);
+    const health = await new DynamoLockStores(offline, { tableName: 'locks', ttlDays: 2 }).health(never);
     offline.destroy();
     expect(health).toMatchObject({ store: 'dynamodb', table: 'locks', failure: 'failed', error: expect.anything() });
     expect(health.tableStatus).toBeUndefined();
@@ -60,7 +61,7 @@ describe('LockStore.health without a server', () => {
     const offline = offlineClient(hung.endpoint);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 200);
-    const health = await new LockStore(offline, { tableName: 'locks', ttlDays: 2 }).health(controller.signal);
+    const health = await new DynamoLockStores(offline, { tableName: 'locks', ttlDays: 2 }).health(controller.signal);
     offline.destroy();
     await hung.close();
     expect(health).toEqual({ store: 'dynamodb', table: 'locks', latencyMs: expect.any(Number), failure: 'aborted' });

@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { LockLostError, LockManager, MemoryLockStore } from '../../lib';
 import { ticketsWaiting } from '../../lib/store/mutex/mutex.record';
+import { memoryStoresOf } from '../support/custom-stores';
 import { MemoryLogger } from '../support/lock-fixture';
 
 describe('MemoryLockStore', () => {
@@ -14,8 +15,9 @@ describe('MemoryLockStore', () => {
 
   it("answers asynchronously, after the caller's synchronous code, and applies each write atomically then", async () => {
     const store = new MemoryLockStore();
+    const { mutex } = memoryStoresOf(store);
     let settled = false;
-    const pending = store.acquire({ key: 'k', token: 't1', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } }).then((r) => {
+    const pending = mutex.acquire({ key: 'k', token: 't1', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } }).then((r) => {
       settled = true;
       return r;
     });
@@ -27,6 +29,7 @@ describe('MemoryLockStore', () => {
 
   it('keeps its records to itself: neither the write it was given nor a record it returned can change it', async () => {
     const store = new MemoryLockStore();
+    const { mutex } = memoryStoresOf(store);
     const write = {
       key: 'k',
       token: 't1',
@@ -35,32 +38,33 @@ describe('MemoryLockStore', () => {
       data: '"x"',
       condition: { kind: 'handover' as const, from: { token: 'nobody' } },
     };
-    const pending = store.acquire({ ...write, condition: { kind: 'free' } });
+    const pending = mutex.acquire({ ...write, condition: { kind: 'free' } });
     write.data = 'changed after the call';
     const result = await pending;
     expect(result.ok && result.record.data).toBe('"x"');
-    const stored = await store.read('k');
+    const stored = await mutex.read('k');
     const snapshot = structuredClone(stored);
     if (result.ok) Object.assign(result.record, { token: 'intruder', head: 0, tail: 0 });
     Object.assign(stored!, { data: 'intruder', live: 1 });
-    expect(await store.read('k')).toEqual(snapshot);
+    expect(await mutex.read('k')).toEqual(snapshot);
     expect(snapshot).toMatchObject({ token: 't1', data: '"x"' });
   });
 
   it('copies holdings and skip writes too: changing them after the call changes nothing it applies', async () => {
     const store = new MemoryLockStore();
-    const taken = await store.acquire({ key: 'k', token: 't1', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } });
+    const { mutex } = memoryStoresOf(store);
+    const taken = await mutex.acquire({ key: 'k', token: 't1', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } });
     const head = taken.ok ? taken.record.head! : Number.NaN;
-    await store.enqueue({ key: 'k', token: 'w1', claimMs: 1_000 });
-    await store.enqueue({ key: 'k', token: 'w2', claimMs: 1_000 });
+    await mutex.enqueue({ key: 'k', token: 'w1', claimMs: 1_000 });
+    await mutex.enqueue({ key: 'k', token: 'w2', claimMs: 1_000 });
     const holding = { token: 't1', ticket: head };
-    const released = store.release('k', holding, 1_000);
+    const released = mutex.release('k', holding, 1_000);
     holding.token = 'changed after the call';
     expect(await released).toBe(true);
     // w1 stayed silent: w2 passes it and holds from its own ticket.
-    const seen = await store.read('k');
+    const seen = await mutex.read('k');
     const skip = { key: 'k', rvn: seen!.rvn!, live: undefined, target: head + 2, holder: { token: 'w2', owner: 'o2', leaseMs: 500 } };
-    const skipped = store.skip(skip);
+    const skipped = mutex.skip(skip);
     skip.holder.token = 'changed after the call';
     const result = await skipped;
     expect(result.ok && result.record).toMatchObject({ token: 'w2', owner: 'o2', released: 't1', head: head + 2, tail: head + 3 });
@@ -68,11 +72,12 @@ describe('MemoryLockStore', () => {
 
   it('clear() forgets every record', async () => {
     const store = new MemoryLockStore();
-    await store.acquire({ key: 'a', token: 't', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } });
+    const { mutex } = memoryStoresOf(store);
+    await mutex.acquire({ key: 'a', token: 't', owner: 'o', leaseMs: 1_000, condition: { kind: 'free' } });
     expect(store.size).toBe(1);
     store.clear();
     expect(store.size).toBe(0);
-    expect(await store.read('a')).toBeUndefined();
+    expect(await mutex.read('a')).toBeUndefined();
   });
 
   it('works under fake timers: locks are taken and released without advancing the clock', async () => {
@@ -101,6 +106,7 @@ describe('MemoryLockStore', () => {
   it('under fake timers, serves the waiters of other instances in the order they took their tickets', async () => {
     jest.useFakeTimers();
     const store = new MemoryLockStore();
+    const { mutex } = memoryStoresOf(store);
     const instance = (ownerName: string) => new LockManager({ store, verifyTable: false, ownerName, logger: new MemoryLogger() });
     const managers = [instance('m1'), instance('m2'), instance('m3')] as const;
     const [m1, m2, m3] = managers;
@@ -115,7 +121,7 @@ describe('MemoryLockStore', () => {
     await jest.advanceTimersByTimeAsync(100);
     const third = waitFor(m3, 'm3');
     await jest.advanceTimersByTimeAsync(100);
-    expect(ticketsWaiting(await store.read('job'))).toBe(2);
+    expect(ticketsWaiting(await mutex.read('job'))).toBe(2);
     expect(await first.release()).toBe(true);
     await jest.advanceTimersByTimeAsync(5_000);
     const lock2 = await second;
@@ -127,8 +133,8 @@ describe('MemoryLockStore', () => {
     expect(order).toEqual(['m2', 'm3']);
     expect(lock3.fencingToken).toBe(first.fencingToken + 2);
     expect(await lock3.release()).toBe(true);
-    expect(await store.read('job')).toMatchObject({ token: undefined, head: expect.any(Number) });
-    expect(ticketsWaiting(await store.read('job'))).toBe(0);
+    expect(await mutex.read('job')).toMatchObject({ token: undefined, head: expect.any(Number) });
+    expect(ticketsWaiting(await mutex.read('job'))).toBe(0);
     await Promise.all(managers.map((manager) => manager.close()));
   });
 });

@@ -1,18 +1,19 @@
 import { describe } from '@jest/globals';
 import { MemoryLockStore } from '../../lib';
-import { LockStore } from '../../lib/store/mutex/mutex.dynamo-store';
+import { DynamoLockStores } from '../../lib/store/dynamo-lock.stores';
+import { memoryStoresOf } from '../support/custom-stores';
 import { createLockTable, createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
 import { semaphoreStoreContract } from './semaphore-store.contract';
 
-describeEachServer('SemaphoreStore (DynamoDB)', (server) => {
+describeEachServer('DynamoSemaphoreStore (DynamoDB)', (server) => {
   semaphoreStoreContract(
-    `SemaphoreStore on ${server.name}`,
+    `DynamoSemaphoreStore on ${server.name}`,
     async () => {
       const client = createTestClient(server);
       const tableName = uniqueTableName('sem-contract');
       await createLockTable(client, tableName);
       return {
-        store: new LockStore(client, { tableName, ttlDays: 2 }).semaphores,
+        store: new DynamoLockStores(client, { tableName, ttlDays: 2 }).semaphore,
         async close() {
           await deleteTable(client, tableName).catch(() => undefined);
           client.destroy();
@@ -25,7 +26,9 @@ describeEachServer('SemaphoreStore (DynamoDB)', (server) => {
 });
 
 describe('MemorySemaphoreStore', () => {
-  semaphoreStoreContract('MemorySemaphoreStore', async () => ({ store: new MemoryLockStore().semaphores, close: async () => undefined }), {
-    returnsCurrent: true,
-  });
+  semaphoreStoreContract(
+    'MemorySemaphoreStore',
+    async () => ({ store: memoryStoresOf(new MemoryLockStore()).semaphore, close: async () => undefined }),
+    { returnsCurrent: true },
+  );
 });

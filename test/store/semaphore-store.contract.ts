@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { holderOf, type SemaphoreRecord } from '../../lib/store/semaphore/semaphore.record';
+import { holderEntryOf, type SemaphoreRecord } from '../../lib/store/semaphore/semaphore.record';
 import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from '../../lib/store/semaphore/semaphore-store.port';
 import type { ContractTraits } from './lock-store.contract';
 
@@ -76,7 +76,7 @@ export function semaphoreStoreContract(name: string, makeStore: () => Promise<Se
       expect(record).toMatchObject({ key, limit: LIMIT, count: 1, gone: [] });
       expect(record.head).toBe(record.tail);
       expect(record.fencingToken).toBeGreaterThanOrEqual(before);
-      const holder = holderOf(record, write.token)!;
+      const holder = holderEntryOf(record, write.token)!;
       expect(holder).toMatchObject({ owner: 'host:1', leaseMs: LEASE, fencingToken: record.fencingToken });
       expect(holder.version).toMatch(/^[0-9a-f]{32}$/);
       expect(await store.read(key)).toEqual(record);
@@ -157,22 +157,22 @@ export function semaphoreStoreContract(name: string, makeStore: () => Promise<Se
     it('a heartbeat changes only the holder’s own version (and lease); a token that holds nothing is refused', async () => {
       const { key, record, tokens } = await withHolders(2);
       const beat = okRecord(await store.heartbeat(key, tokens[0]!, 20_000));
-      const [mine, other] = [holderOf(beat, tokens[0]!)!, holderOf(beat, tokens[1]!)!];
-      expect(mine.version).not.toBe(holderOf(record, tokens[0]!)!.version);
+      const [mine, other] = [holderEntryOf(beat, tokens[0]!)!, holderEntryOf(beat, tokens[1]!)!];
+      expect(mine.version).not.toBe(holderEntryOf(record, tokens[0]!)!.version);
       expect(mine.leaseMs).toBe(20_000);
-      expect(other).toEqual(holderOf(record, tokens[1]!));
+      expect(other).toEqual(holderEntryOf(record, tokens[1]!));
       expect(beat).toMatchObject({ count: 2, fencingToken: record.fencingToken, head: record.head, tail: record.tail });
       await refusedUnchanged(await store.heartbeat(key, tok(), undefined), key, beat);
     });
 
     it('a silent holder is passed only at the version watched; the slot is free again', async () => {
       const { key, record, tokens } = await withHolders(3);
-      const silent = holderOf(record, tokens[1]!)!;
+      const silent = holderEntryOf(record, tokens[1]!)!;
       const renewed = okRecord(await store.heartbeat(key, tokens[0]!, undefined));
-      await refusedUnchanged(await store.pass(key, tokens[0]!, holderOf(record, tokens[0]!)!.version), key, renewed);
+      await refusedUnchanged(await store.pass(key, tokens[0]!, holderEntryOf(record, tokens[0]!)!.version), key, renewed);
       const passed = okRecord(await store.pass(key, silent.token, silent.version));
       expect(passed.count).toBe(2);
-      expect(holderOf(passed, silent.token)).toBeUndefined();
+      expect(holderEntryOf(passed, silent.token)).toBeUndefined();
       // Its release after that is not a release: it held nothing any more.
       expect(await store.release(key, silent.token, LEASE)).toBe(false);
     });

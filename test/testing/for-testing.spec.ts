@@ -22,7 +22,9 @@ import {
   WithLock,
 } from '../../lib';
 import { internalsOf } from '../../lib/core/engine/lock.internals';
+import { MemoryMutexStore } from '../../lib/store/mutex/mutex.memory-store';
 import { findFreePort } from '../../tools/free-port.mjs';
+import { memoryStoresOf } from '../support/custom-stores';
 import { MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
 
@@ -128,7 +130,8 @@ describe('DynamoLockModule.forTesting()', () => {
 
     it('provides a LockService backed by the memory store', () => {
       expect(locks).toBeInstanceOf(LockService);
-      expect(internalsOf(locks).store).toBeInstanceOf(MemoryLockStore);
+      expect(internalsOf(locks).stores).toMatchObject({ kind: 'memory' });
+      expect(internalsOf(locks).stores.mutex).toBeInstanceOf(MemoryMutexStore);
     });
 
     it('@WithLock excludes concurrent calls on one key, with increasing fencing tokens', async () => {
@@ -193,10 +196,10 @@ describe('DynamoLockModule.forTesting()', () => {
     });
 
     it('rejects a whitespace-only key, and a whitespace-only @WithLock value, before any request', async () => {
-      const store = internalsOf(locks).store as MemoryLockStore;
-      const reads = jest.spyOn(store, 'read');
-      const writes = jest.spyOn(store, 'acquire');
-      const records = store.size;
+      const mutex = internalsOf(locks).stores.mutex as MemoryMutexStore;
+      const reads = jest.spyOn(mutex, 'read');
+      const writes = jest.spyOn(mutex, 'acquire');
+      const records = mutex.size;
       try {
         const errors = [
           await rejectionOf(locks.acquire('   ')),
@@ -215,7 +218,7 @@ describe('DynamoLockModule.forTesting()', () => {
         );
         expect(reads).not.toHaveBeenCalled();
         expect(writes).not.toHaveBeenCalled();
-        expect(store.size).toBe(records);
+        expect(mutex.size).toBe(records);
         // Whitespace around a key is part of it.
         await locks.withLock(' padded ', (lock) => expect(lock.key).toBe(' padded '));
       } finally {
@@ -315,13 +318,13 @@ describe('DynamoLockModule.forTesting()', () => {
       const a = await instance('instance-e');
       const b = await instance('instance-f');
       const held: Lock = await a.get(LockService).acquire('invoice-shutdown');
-      expect((await store.read('invoice-shutdown'))?.token).toBe(held.leaseId);
+      expect((await memoryStoresOf(store).mutex.read('invoice-shutdown'))?.token).toBe(held.leaseId);
       apps.splice(apps.indexOf(a), 1);
       await a.close();
       expect(held.signal.aborted).toBe(true);
       expect(held.signal.reason).toBeInstanceOf(LockLostError);
       expect((held.signal.reason as LockLostError).reason).toBe('shutdown');
-      const record = await store.read('invoice-shutdown');
+      const record = await memoryStoresOf(store).mutex.read('invoice-shutdown');
       expect(record?.token).toBeUndefined();
       expect(record?.released).toBe(held.leaseId);
       // The other instance takes it at once, with one attempt.

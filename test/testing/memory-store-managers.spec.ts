@@ -7,6 +7,8 @@ import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type DynamoLockOptions, LockLostError, LockManager, MemoryLockStore } from '../../lib';
 import { isHeld, ticketsWaiting } from '../../lib/store/mutex/mutex.record';
+import type { MemoryMutexStore } from '../../lib/store/mutex/mutex.memory-store';
+import { memoryStoresOf } from '../support/custom-stores';
 import { MemoryLogger } from '../support/lock-fixture';
 
 let seq = 0;
@@ -23,6 +25,8 @@ async function until(check: () => boolean | Promise<boolean>, ms = 3_000): Promi
 
 describe('LockManager on a shared MemoryLockStore', () => {
   let store: MemoryLockStore;
+  /** The mutex items of `store`, as its managers write them. */
+  let mutex: MemoryMutexStore;
   let managers: LockManager[];
   let send: ReturnType<typeof jest.spyOn>;
 
@@ -34,6 +38,7 @@ describe('LockManager on a shared MemoryLockStore', () => {
 
   beforeEach(() => {
     store = new MemoryLockStore();
+    mutex = memoryStoresOf(store).mutex;
     managers = [];
     send = jest.spyOn(DynamoDBClient.prototype, 'send');
   });
@@ -75,8 +80,8 @@ describe('LockManager on a shared MemoryLockStore', () => {
     const order: string[] = [];
     const first = await m1.acquire(key);
     const remote = m2.acquire(key, { wait: '10s' });
-    await until(async () => ticketsWaiting(await store.read(key)) === 1);
-    const queued = (await store.read(key))!;
+    await until(async () => ticketsWaiting(await mutex.read(key)) === 1);
+    const queued = (await mutex.read(key))!;
     // The item names no waiter: only the next ticket to hand out moved on.
     expect(queued).toMatchObject({ token: first.leaseId, tail: queued.head! + 2 });
     // A second caller of the holder's own manager arrives after m2's waiter.
@@ -87,7 +92,7 @@ describe('LockManager on a shared MemoryLockStore', () => {
     await first.extend(); // the holder learns who waits (a heartbeat does the same)
     expect(await first.release()).toBe(true);
     // One write handed it over: the next ticket is served before m2 even looked.
-    const handed = (await store.read(key))!;
+    const handed = (await mutex.read(key))!;
     expect(handed).toMatchObject({ head: queued.head! + 1, released: first.leaseId, fencingToken: first.fencingToken + 1 });
     expect(handed.token).toBeUndefined();
     const second = await remote;
@@ -100,7 +105,7 @@ describe('LockManager on a shared MemoryLockStore', () => {
     expect(order).toEqual(['m2', 'm1 again']);
     expect(third.fencingToken).toBe(second.fencingToken + 1);
     await third.release();
-    const free = (await store.read(key))!;
+    const free = (await mutex.read(key))!;
     expect(isHeld(free)).toBe(false);
     expect(free.head).toBe(free.tail);
   });
@@ -119,7 +124,7 @@ describe('LockManager on a shared MemoryLockStore', () => {
     expect(dead.isHeld).toBe(false);
     expect((dead.signal.reason as LockLostError).reason).toBe('expired');
     expect(await dead.release()).toBe(false);
-    expect((await store.read(key))?.token).toBe(heir.leaseId);
+    expect((await mutex.read(key))?.token).toBe(heir.leaseId);
     await heir.release();
   });
 
@@ -127,10 +132,10 @@ describe('LockManager on a shared MemoryLockStore', () => {
     const m1 = manager('m1', { leaseDuration: 600, heartbeatInterval: 50 });
     const key = newKey('taken');
     const lock = await m1.acquire(key);
-    const seen = (await store.read(key))!;
+    const seen = (await mutex.read(key))!;
     // Another process takes a ticket and passes the holder to it (as if m1 had been silent for a lease).
-    const ticket = (await store.enqueue({ key, token: 'rogue-token', claimMs: 5_000 })).ok ? (await store.read(key))!.tail! - 1 : -1;
-    const rogue = await store.skip({
+    const ticket = (await mutex.enqueue({ key, token: 'rogue-token', claimMs: 5_000 })).ok ? (await mutex.read(key))!.tail! - 1 : -1;
+    const rogue = await mutex.skip({
       key,
       rvn: seen.rvn!,
       live: undefined,
@@ -145,7 +150,7 @@ describe('LockManager on a shared MemoryLockStore', () => {
     expect(reason.message).toContain('"rogue"');
     expect(lock.isHeld).toBe(false);
     expect(await lock.release()).toBe(false);
-    expect((await store.read(key))?.token).toBe('rogue-token');
+    expect((await mutex.read(key))?.token).toBe('rogue-token');
   });
 
   // Regression: a stale lease id that promoted the lock away must not release the promoted holder.
@@ -154,15 +159,15 @@ describe('LockManager on a shared MemoryLockStore', () => {
     const key = newKey('stale-after-promote');
     const first = await m1.acquire(key);
     const remote = m2.acquire(key, { wait: '10s' });
-    await until(async () => ticketsWaiting(await store.read(key)) === 1);
+    await until(async () => ticketsWaiting(await mutex.read(key)) === 1);
     await first.extend();
     expect(await first.release()).toBe(true);
     const second = await remote;
     // Its release is done already (true, as for any repeated release): nothing is written again.
-    const before = await store.read(key);
+    const before = await mutex.read(key);
     expect(await m1.releaseLease(key, first.leaseId)).toBe(true);
-    expect(await store.read(key)).toEqual(before);
-    expect(isHeld(await store.read(key))).toBe(true);
+    expect(await mutex.read(key)).toEqual(before);
+    expect(isHeld(await mutex.read(key))).toBe(true);
     expect(second.isHeld).toBe(true);
     await second.release();
   });
@@ -173,17 +178,17 @@ describe('LockManager on a shared MemoryLockStore', () => {
     const holder = await holderManager.acquire(key, { data: 'x'.repeat(1_000) });
     await expect(manager('big').acquire(key, { data: 'y'.repeat(1_100) })).rejects.toThrow(/at most 1024 bytes/);
     const waiting = Array.from({ length: 40 }, (_, i) => manager(`waiter-${i}`).acquire(key, { wait: '10s', data: 'd'.repeat(1_000) }));
-    await until(async () => ticketsWaiting(await store.read(key)) === 40);
+    await until(async () => ticketsWaiting(await mutex.read(key)) === 40);
     // The holder's data and two counters: nothing of the 40 waiters.
-    expect(JSON.stringify(await store.read(key)).length).toBeLessThan(1_500);
+    expect(JSON.stringify(await mutex.read(key)).length).toBeLessThan(1_500);
     expect(await holder.release()).toBe(true);
     // Each waiter gets the lock in turn with its own data (release as soon as held).
     for (const outcome of waiting) {
       const lock = await outcome;
-      expect((await store.read(key))?.data).toBe(JSON.stringify('d'.repeat(1_000)));
+      expect((await mutex.read(key))?.data).toBe(JSON.stringify('d'.repeat(1_000)));
       await lock.release();
     }
-    expect(isHeld(await store.read(key))).toBe(false);
+    expect(isHeld(await mutex.read(key))).toBe(false);
   });
 
   it('signals "gone" when its lease id is released elsewhere, and the other manager can take the key at once', async () => {

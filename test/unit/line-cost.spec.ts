@@ -6,7 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { LockManager } from '../../lib';
-import { MemoryLockStore } from '../../lib/store/mutex/mutex.memory-store';
+import { MemoryLockStore } from '../../lib/store/memory-lock.store';
+import { memoryStoresOf } from '../support/custom-stores';
 import { MemoryLogger } from '../support/lock-fixture';
 
 const HOLD_MS = 20;
@@ -14,16 +15,17 @@ const HOLD_MS = 20;
 /** `n` managers looping acquire → 20 ms → release on one key for `ms` of fake time. */
 async function runLine(n: number, ms: number) {
   const store = new MemoryLockStore();
+  const { mutex } = memoryStoresOf(store);
   const counts = { reads: 0, writes: 0 };
-  const read = store.read.bind(store);
+  const read = mutex.read.bind(mutex);
   // Read units as DynamoDB bills an item under 4 KB: 1 a strongly consistent read, 0.5 an eventually consistent one.
-  jest.spyOn(store, 'read').mockImplementation((key, consistency) => {
+  jest.spyOn(mutex, 'read').mockImplementation((key, consistency) => {
     counts.reads += consistency === 'eventual' ? 0.5 : 1;
     return read(key, consistency);
   });
   for (const name of ['acquire', 'enqueue', 'skip', 'markAlive', 'heartbeat', 'release'] as const) {
-    const original = (store[name] as (...args: never[]) => Promise<unknown>).bind(store);
-    jest.spyOn(store, name).mockImplementation(((...args: never[]) => {
+    const original = (mutex[name] as (...args: never[]) => Promise<unknown>).bind(mutex);
+    jest.spyOn(mutex, name).mockImplementation(((...args: never[]) => {
       counts.writes++;
       return original(...args);
     }) as never);

@@ -9,8 +9,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { LockManager } from '../../lib';
-import { MemoryLockStore } from '../../lib/store/mutex/mutex.memory-store';
+import { MemoryLockStore } from '../../lib/store/memory-lock.store';
 import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
+import { customStores, memoryStoresOf } from '../support/custom-stores';
 import { MemoryLogger } from '../support/lock-fixture';
 
 const HOLD_MS = 20;
@@ -50,13 +51,14 @@ interface Counts {
 
 /** The store behind a network: each call arrives after `oneWay()` ms and is answered after another. */
 function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts): () => MutexStorePort {
+  const { mutex } = memoryStoresOf(store);
   return () => {
     let ticket: number | undefined;
     const call =
       <A extends unknown[], R>(fn: (...args: A) => Promise<R>, after?: (result: R, eventual: boolean) => void) =>
       async (...args: A): Promise<R> => {
         await pause(oneWay());
-        const result = await fn.apply(store, args);
+        const result = await fn.apply(mutex, args);
         await pause(oneWay());
         const op = `${fn.name}${args[1] === 'eventual' ? '~' : ''}${(result as { ok?: boolean })?.ok === false && fn.name !== 'read' ? '!' : ''}`;
         counts.ops[op] = (counts.ops[op] ?? 0) + 1;
@@ -64,24 +66,23 @@ function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts)
         return result;
       };
     const port: MutexStorePort = {
-      acquire: call(store.acquire, () => counts.writes++),
-      enqueue: call(store.enqueue, (r) => {
+      acquire: call(mutex.acquire, () => counts.writes++),
+      enqueue: call(mutex.enqueue, (r) => {
         counts.writes++;
         const record = r.ok ? r.record : r.current;
         if (record?.tail !== undefined) ticket = record.tail - 1;
       }),
-      skip: call(store.skip, () => counts.writes++),
-      markAlive: call(store.markAlive, () => counts.writes++),
-      heartbeat: call(store.heartbeat, () => counts.writes++),
-      release: call(store.release, () => counts.writes++),
-      read: call(store.read, (r, eventual?: boolean) => {
+      skip: call(mutex.skip, () => counts.writes++),
+      markAlive: call(mutex.markAlive, () => counts.writes++),
+      heartbeat: call(mutex.heartbeat, () => counts.writes++),
+      release: call(mutex.release, () => counts.writes++),
+      read: call(mutex.read, (r, eventual?: boolean) => {
         counts.reads++;
         const place = ticket === undefined || r?.head === undefined ? -1 : Math.max(-1, ticket - r.head);
         const bucket = (eventual ? 1000 : 0) + Math.min(place, 300);
         counts.readsAt.set(bucket, (counts.readsAt.get(bucket) ?? 0) + 1);
       }),
-      scanHeld: (prefix) => store.scanHeld(prefix),
-      prepare: (create) => store.prepare(create),
+      scanHeld: (prefix) => mutex.scanHeld(prefix),
     };
     return port;
   };
@@ -129,7 +130,7 @@ async function runNetworkedLine(
   const lease = leaseMs === undefined ? {} : { leaseDuration: leaseMs, heartbeatInterval: Math.round(leaseMs / 3) };
   const managers = Array.from(
     { length: n },
-    (_, i) => new LockManager({ store: portFor(), ownerName: `m${i}`, logger: new MemoryLogger(), ...lease }),
+    (_, i) => new LockManager({ store: customStores(portFor()), ownerName: `m${i}`, logger: new MemoryLogger(), ...lease }),
   );
   const grants = new Array<number>(n).fill(0);
   /** Hand-overs in the window: a release call to the next grant. */
@@ -153,7 +154,7 @@ async function runNetworkedLine(
   });
   await jest.advanceTimersByTimeAsync(2_000);
   windowFrom = Date.now();
-  for (let i = 0; i < deadTickets; i++) await store.enqueue({ key: 'line', token: `dead-${i}`, claimMs: 5_000 });
+  for (let i = 0; i < deadTickets; i++) await memoryStoresOf(store).mutex.enqueue({ key: 'line', token: `dead-${i}`, claimMs: 5_000 });
   const before = {
     ops: { ...counts.ops },
     reads: counts.reads,
@@ -292,8 +293,8 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
   it('a waiter far back behind dead tickets passes them all at once, one claim lease after it first sees the dead head: no failed write', async () => {
     const { random, counts, store } = simulation(7);
     const portFor = networked(store, () => FAST.oneWay(random), counts);
-    const holder = new LockManager({ store: portFor(), ownerName: 'holder', logger: new MemoryLogger() });
-    const waiter = new LockManager({ store: portFor(), ownerName: 'waiter', logger: new MemoryLogger() });
+    const holder = new LockManager({ store: customStores(portFor()), ownerName: 'holder', logger: new MemoryLogger() });
+    const waiter = new LockManager({ store: customStores(portFor()), ownerName: 'waiter', logger: new MemoryLogger() });
     // Holds of 3 s written in the item: the waiter knows how long holders keep the key, and far
     // back it reads at most every 3.75 s (three quarters of its claim lease), eventually consistently.
     for (let i = 0; i < 3; i++) {
@@ -303,7 +304,7 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
     }
     const held = await settled(holder.acquire('far', { wait: false }));
     // Six tickets whose callers never come back, then the waiter: seventh in line, far back.
-    for (let i = 0; i < 6; i++) await store.enqueue({ key: 'far', token: `dead-${i}`, claimMs: 5_000 });
+    for (let i = 0; i < 6; i++) await memoryStoresOf(store).mutex.enqueue({ key: 'far', token: `dead-${i}`, claimMs: 5_000 });
     let granted: number | undefined;
     const waiting = waiter.acquire('far', { wait: '1m' }).then((lock) => ((granted = Date.now()), lock));
     await jest.advanceTimersByTimeAsync(500);
@@ -336,7 +337,7 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
     const far = networked(store, () => 40, firstCounts)();
     let throttled = 0;
     const first = new LockManager({
-      store: {
+      store: customStores({
         ...far,
         markAlive: async (...args: Parameters<MutexStorePort['markAlive']>) => {
           if (throttled++ === 0) {
@@ -345,16 +346,16 @@ describe('waiting in line over a network (simulated, fake timers)', () => {
           }
           return far.markAlive(...args);
         },
-      },
+      }),
       ownerName: 'first',
       logger: new MemoryLogger(),
     });
     const near = networked(store, () => FAST.oneWay(random), counts);
-    const holder = new LockManager({ store: near(), ownerName: 'holder', logger: new MemoryLogger() });
-    const second = new LockManager({ store: near(), ownerName: 'second', logger: new MemoryLogger() });
+    const holder = new LockManager({ store: customStores(near()), ownerName: 'holder', logger: new MemoryLogger() });
+    const second = new LockManager({ store: customStores(near()), ownerName: 'second', logger: new MemoryLogger() });
     const held = await settled(holder.acquire('roll-call', { wait: false }));
     // A ticket whose caller never comes back is served by the release; both waiters queue behind it.
-    await store.enqueue({ key: 'roll-call', token: 'dead', claimMs: 5_000 });
+    await memoryStoresOf(store).mutex.enqueue({ key: 'roll-call', token: 'dead', claimMs: 5_000 });
     const order: string[] = [];
     const firstLock = first.acquire('roll-call', { wait: '1m' }).then((lock) => (order.push('first'), lock));
     await jest.advanceTimersByTimeAsync(300);

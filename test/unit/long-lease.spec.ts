@@ -2,7 +2,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockManager } from '../../lib';
-import { MemoryLockStore } from '../../lib/store/mutex/mutex.memory-store';
+import { MemoryLockStore } from '../../lib/store/memory-lock.store';
 import { MemoryLogger } from '../support/lock-fixture';
 
 describe('a 13-day lease', () => {

@@ -6,7 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { LockBusyError, LockManager } from '../../lib';
-import { MemoryLockStore } from '../../lib/store/mutex/mutex.memory-store';
+import { MemoryLockStore } from '../../lib/store/memory-lock.store';
+import { memoryStoresOf } from '../support/custom-stores';
 import { MemoryLogger } from '../support/lock-fixture';
 
 /** Two managers (two "processes") on one store; `reads` lists when the waiter read the item. */
@@ -14,16 +15,21 @@ function setup(maxPollInterval = 1_000) {
   const store = new MemoryLockStore();
   const holder = new LockManager({ store, ownerName: 'holder', logger: new MemoryLogger() });
   const waiterStore = new MemoryLockStore();
+  const shared = memoryStoresOf(store);
+  const own = memoryStoresOf(waiterStore);
   // The waiter's reads go to the shared store, timestamped on the fake clock.
   const reads: number[] = [];
-  const read = store.read.bind(store);
-  jest.spyOn(waiterStore, 'read').mockImplementation((key) => {
+  const read = shared.mutex.read.bind(shared.mutex);
+  jest.spyOn(own.mutex, 'read').mockImplementation((key) => {
     reads.push(performance.now());
     return read(key);
   });
-  for (const name of ['acquire', 'enqueue', 'skip', 'markAlive', 'heartbeat', 'release', 'scanHeld', 'prepare'] as const) {
-    jest.spyOn(waiterStore, name).mockImplementation(((...args: never[]) => (store[name] as (...a: never[]) => unknown)(...args)) as never);
+  for (const name of ['acquire', 'enqueue', 'skip', 'markAlive', 'heartbeat', 'release', 'scanHeld'] as const) {
+    jest
+      .spyOn(own.mutex, name)
+      .mockImplementation(((...args: never[]) => (shared.mutex[name] as (...a: never[]) => unknown)(...args)) as never);
   }
+  jest.spyOn(own, 'prepare').mockImplementation((create) => shared.prepare(create));
   const waiter = new LockManager({ store: waiterStore, ownerName: 'waiter', logger: new MemoryLogger(), maxPollInterval });
   return { holder, waiter, reads, store, close: () => Promise.all([holder.close(), waiter.close()]) };
 }
@@ -112,7 +118,7 @@ describe('poll timing of a waiter', () => {
       await held.release();
       await jest.advanceTimersByTimeAsync(300);
       // The quiet release wrote no hold time (the holder's 1 s would otherwise stand for it).
-      const item = await store.read('job');
+      const item = await memoryStoresOf(store).mutex.read('job');
       expect(item?.head).toBe(item?.tail);
       expect(item?.lastHoldMs).toBeUndefined();
     }

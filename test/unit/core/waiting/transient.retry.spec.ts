@@ -1,0 +1,103 @@
+/**
+ * What a waiter does with a failed request (rethrow it, or keep it as its last error and retry),
+ * how a retry is told, and the error of a wait that ended without an answer showing a holder.
+ */
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { reportRetry, takeTransient, unavailableError } from '../../../../lib/core/waiting/transient.retry';
+import { LockUnavailableError } from '../../../../lib/errors/lock.errors';
+import type { AcquireOptions } from '../../../../lib/interfaces/acquire-options.interface';
+import { engineOptions, namedError, newCaller } from '../support/engine.fixture';
+
+function caller(wait: AcquireOptions['wait']) {
+  const { options } = engineOptions({ requestTimeout: 700 });
+  return newCaller(options, 'invoice-7', { wait }).waiter;
+}
+
+describe('takeTransient', () => {
+  it.each([
+    ['a plain error', new Error('boom')],
+    ['a bad request', namedError('ValidationException')],
+    ['access denied', namedError('AccessDeniedException')],
+    ['a failed condition', namedError('ConditionalCheckFailedException')],
+    ['not an error', 'boom'],
+  ])('throws %s on, and leaves the waiter’s last error alone', (_, error) => {
+    const waiter = caller(true);
+    const earlier = namedError('ThrottlingException');
+    waiter.lastError = earlier;
+    expect(() => takeTransient(waiter, error)).toThrow();
+    try {
+      takeTransient(waiter, error);
+    } catch (thrown) {
+      expect(thrown).toBe(error);
+    }
+    expect(waiter.lastError).toBe(earlier);
+  });
+
+  it.each([
+    ['throttling', namedError('ThrottlingException')],
+    ['a time-out', namedError('TimeoutError')],
+    ['a broken connection', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })],
+    ['a 5xx answer', Object.assign(new Error('unavailable'), { $metadata: { httpStatusCode: 503 } })],
+  ])('keeps %s as the waiter’s last error, without throwing', (_, error) => {
+    const waiter = caller(true);
+    expect(() => takeTransient(waiter, error)).not.toThrow();
+    expect(waiter.lastError).toBe(error);
+  });
+});
+
+describe('reportRetry', () => {
+  it('warns and emits a retry event of the acquisition, with the error and the pause', () => {
+    const { options, logger } = engineOptions();
+    const waiter = newCaller(options, 'invoice-7').waiter;
+    const emitted: unknown[] = [];
+    const error = namedError('ThrottlingException', 'Rate exceeded');
+    reportRetry({ options, emit: (event) => void emitted.push(event) }, waiter, error, 120.4);
+    expect(emitted).toEqual([{ type: 'retry', key: 'invoice-7', owner: 'this-process', operation: 'acquire', error, delayMs: 120.4 }]);
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+    const message = String(logger.warn.mock.calls[0][0]);
+    expect(message).toContain('"invoice-7"');
+    expect(message).toContain('ThrottlingException: Rate exceeded');
+    expect(message).toContain('retrying in 120 ms');
+  });
+});
+
+describe('unavailableError', () => {
+  beforeEach(() => {
+    jest.useFakeTimers({ now: 1_700_000_000_000 });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('tells a single attempt (wait: false) from a wait, and counts the time waited', () => {
+    const single = caller(false);
+    const waited = caller('5s');
+    jest.advanceTimersByTime(1_234);
+    const once = unavailableError(single, 700, undefined);
+    expect(once.message).toContain('one attempt (wait: false)');
+    expect(once.message).not.toContain('trying for');
+    const long = unavailableError(waited, 700, undefined);
+    expect(long.message).toContain('trying for 1234 ms');
+    expect(long.message).not.toContain('wait: false');
+    expect(long.waitedMs).toBe(1_234);
+    expect(once.waitedMs).toBe(1_234);
+  });
+
+  it('says DynamoDB did not answer when nothing failed, and carries no cause', () => {
+    const error = unavailableError(caller(true), 700, undefined);
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toContain('did not answer in time');
+    expect(error.message).toContain('not a busy lock');
+    expect(error.key).toBe('invoice-7');
+    expect(error.requestTimeoutMs).toBe(700);
+    expect('cause' in error).toBe(false);
+  });
+
+  it('names the last failure and keeps it as the cause', () => {
+    const cause = namedError('ThrottlingException', 'Rate exceeded');
+    const error = unavailableError(caller(true), 700, cause);
+    expect(error.message).toContain('failed (ThrottlingException: Rate exceeded)');
+    expect(error.message).not.toContain('did not answer');
+    expect(error.cause).toBe(cause);
+  });
+});
