@@ -24,6 +24,7 @@ import * as scale from './scenarios/scale.mjs';
 import * as waiting from './scenarios/waiting.mjs';
 import * as leadership from './scenarios/leadership.mjs';
 import * as semaphore from './scenarios/semaphore.mjs';
+import * as scheduledFires from './scenarios/scheduled-fires.mjs';
 import { machineAndVersions } from './report/environment.mjs';
 import { docsPage, scenarioTables } from './report/markdown.mjs';
 import { chartSvg } from './report/svg.mjs';
@@ -80,6 +81,13 @@ const MODES = {
         { n: 32, limit: 32, holdMs: 200, windowMs: 2_000 },
       ],
     },
+    // Segments run side by side: about 15 s in all.
+    scheduledFires: {
+      instances: 3,
+      cost: { fires: 3, leaseMs: 4_000, jobMs: 100, holdAtLeastMs: 1_000, idleMs: 2_000 },
+      watch: { leaseMs: 1_000, leases: 3 },
+      crash: { trials: 1, leaseMs: 1_000, periodLeases: 5 },
+    },
   },
   full: {
     uncontended: { rounds: 5, cycles: 100 },
@@ -124,9 +132,16 @@ const MODES = {
         { n: 32, limit: 32, holdMs: 200, windowMs: 10_000 },
       ],
     },
+    // Segments run side by side: about 40 s in all.
+    scheduledFires: {
+      instances: 3,
+      cost: { fires: 8, leaseMs: 4_000, jobMs: 100, holdAtLeastMs: 1_000, idleMs: 5_000 },
+      watch: { leaseMs: 1_000, leases: 3 },
+      crash: { trials: 3, leaseMs: 1_000, periodLeases: 5 },
+    },
   },
 };
-const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership, semaphore };
+const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership, semaphore, scheduledFires };
 
 /**
  * What a scenario runs with: `--only=waiting` also runs the cross-process 20 ms hold, and

@@ -22,9 +22,9 @@ const exactly = (t, tol, f = num) => ({
  * One scenario table. `rows`: `{ metric, get(result), fmt, target?, ratio? }`; `results`:
  * per system id. Returns the markdown and the target checks.
  */
-function table(scenario, rows, results, systems) {
+function table(scenario, rows, results, systems, labels = LABELS) {
   const checks = [];
-  const head = ['metric', 'target', LABELS.ours, '', ...systems.filter((s) => s !== 'ours').map((s) => LABELS[s])];
+  const head = ['metric', 'target', labels.ours, '', ...systems.filter((s) => s !== 'ours').map((s) => labels[s])];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? ' --- ' : ' ---: ')).join('|')}|`];
   for (const row of rows) {
     const ours = row.get(results.ours);
@@ -268,6 +268,11 @@ export function scenarioTables(report) {
     );
   }
   if (results.semaphore) out.push(semaphoreTable(results.semaphore));
+  if (results.scheduledFires) {
+    const f = scheduledFiresTables(results.scheduledFires);
+    out.push(f.markdown);
+    checks.push(...f.checks);
+  }
   return { markdown: out.join('\n'), checks };
 }
 
@@ -535,3 +540,89 @@ function semaphoreTable(r) {
     '',
   ].join('\n');
 }
+
+/**
+ * Scenario 10: scheduled fires, fire claims (`fireTime`) next to today's way (a plain
+ * `tryAcquire` and `holdAtLeast`), per fire and per role; then the run watch alone.
+ */
+function scheduledFiresTables(r) {
+  const labels = { ours: 'fire claims (`fireTime`)', today: `today: \`tryAcquire\` + hold ≥ ${num(r.cost.holdAtLeastMs / 1000)} s` };
+  const units = (v) => (v == null ? '–' : String(round3(v)));
+  const secs = (v) => (v == null ? '–' : `${num(v / 1000, 2)} s`);
+  const c = r.crash;
+  const rows = [
+    { metric: 'runs per fire', get: (x) => x.runsPerFire, fmt: num, target: exactly(1, 0), ratio: false },
+    { metric: 'runner: claim write, WCU', get: (x) => x.runner.claim.wcu, fmt: units },
+    { metric: 'runner: release write, WCU', get: (x) => x.runner.release.wcu, fmt: units },
+    { metric: 'runner: reads (claim and release), RCU', get: (x) => x.runner.claim.rcu + x.runner.release.rcu, fmt: units },
+    { metric: 'runner: heartbeats during the run, WCU', get: (x) => x.runner.heartbeats.wcu, fmt: units },
+    { metric: 'each skipper: its single attempt, WCU', get: (x) => x.skipper.attempt.wcu, fmt: units },
+    { metric: 'each skipper: its single attempt, RCU', get: (x) => x.skipper.attempt.rcu, fmt: units },
+    { metric: 'each skipper: run watch after the skip, RCU', get: (x) => x.skipper.watch.rcu, fmt: units },
+    {
+      metric: `each skipper, all told: write-equivalents (WCU + ${RCU_AS_WRITES}·RCU)`,
+      get: (x) => round3(x.skipperTotal.wcu + RCU_AS_WRITES * x.skipperTotal.rcu),
+      fmt: units,
+    },
+    { metric: `per fire, ${r.instances} instances: WCU`, get: (x) => x.perFire.wcu, fmt: units },
+    { metric: `per fire, ${r.instances} instances: RCU`, get: (x) => x.perFire.rcu, fmt: units },
+    { metric: `per fire, ${r.instances} instances: write-equivalents`, get: (x) => x.perFire.writeEq, fmt: units },
+    {
+      metric: `idle: requests per instance over ${num(r.cost.idleMs / 1000)} s without a run (max)`,
+      get: (x) => x.idle.maxRequestsPerInstance,
+      fmt: num,
+      target: exactly(0, 0),
+      ratio: false,
+    },
+    { metric: `crash: last write → next fire claimed, p50 (${c.trials} trial(s))`, get: (x) => x.crash.fromLastWriteMs.p50, fmt: secs },
+    { metric: '… max', get: (x) => x.crash.fromLastWriteMs.max, fmt: secs },
+    { metric: '… in periods (max)', get: (x) => x.crash.fromLastWritePeriods, fmt: num },
+    {
+      metric: 'crash: fires after the crashed one that no instance ran (max)',
+      get: (x) => x.crash.firesLost,
+      fmt: num,
+      target: exactly(0, 0),
+    },
+    {
+      metric: 'crash: dead run passed by a watcher, after its last write (max)',
+      get: (x) => x.crash.passedAfterMs.max,
+      fmt: secs,
+      ratio: false,
+    },
+    { metric: 'fires run twice (crash trials)', get: (x) => x.crash.doubleRuns, fmt: num, target: exactly(0, 0), ratio: false },
+    {
+      metric: 'errors: attempts DynamoDB did not answer in time, failed requests',
+      get: (x) => x.unavailable.length + x.crash.unavailable.length + x.errors,
+      fmt: num,
+      ratio: false,
+    },
+  ];
+  const t = table('scheduledFires', rows, r, ['ours', 'today'], labels);
+  const w = r.watched;
+  const watchRows = [
+    {
+      metric: 'reads per lease per watching instance, while the run holds the key',
+      get: (x) => x.readsPerLeasePerWatcher,
+      fmt: num,
+      target: exactly(2, 0.35),
+    },
+    { metric: 'RCU per lease per watching instance', get: (x) => x.rcuPerLeasePerWatcher, fmt: num },
+    { metric: "interval between a watcher's reads, p50", get: (x) => x.readGapMs.p50, fmt: ms },
+    { metric: '… max', get: (x) => x.readGapMs.max, fmt: ms },
+    { metric: 'reads per watcher after the run ended (the one that finds it over)', get: (x) => x.closingReadsPerWatcher, fmt: num },
+    { metric: 'watcher writes', get: (x) => x.watcherWritesAfterSkip, fmt: num, target: exactly(0, 0) },
+    { metric: 'holder heartbeats per lease', get: (x) => x.holderHeartbeatsPerLease, fmt: num },
+  ];
+  const tw = table('scheduledFires.watch', watchRows, { ours: w }, ['ours'], { ours: labels.ours });
+  const cap = (x) =>
+    `${x.capacity.table.source.writes} writes, ${x.capacity.table.source.reads} reads, failed conditional writes: ${x.capacity.table.source.failedWrites}; the clients' sums ${x.capacity.agree ? 'equal' : '**differ from**'} the proxy's meter (${num(x.capacity.clients.wcu)} / ${num(x.capacity.clients.rcu)} against ${num(x.capacity.table.wcu)} / ${num(x.capacity.table.rcu)} WCU / RCU)`;
+  const note = `${r.instances} instances (separate managers, each its own client) fire a job at the same scheduled times, ${r.ours.fires} fires ${num(r.cost.periodMs / 1000, 2)} s apart, lease ${num(r.cost.leaseMs / 1000)} s; the instance that gets the lock runs the job for ${r.cost.jobMs} ms (today's way: holds it ${r.today.holdMs} ms, \`holdAtLeast\`), then releases. Fire claims: \`tryAcquire(key, { fireTime })\`; today: \`tryAcquire(key)\`. Figures per fire: for the runner per run, for a skipper per skipped attempt; capacity units as billed, per request (fire claims: ${cap(r.ours)}; today: ${cap(r.today)}). A skipper's run watch is what it reads after its attempt while (and until it finds that) the run holds the key: one strongly consistent read at once, then one every half lease. Crash: one instance (its own process) claims a fire and runs it with heartbeats (lease ${num(c.leaseMs / 1000)} s); half a heartbeat interval after a heartbeat past ${num(c.crashAfterLeases)} leases it is SIGKILLed; fires come every ${c.periodLeases} leases (${num(c.periodMs / 1000)} s); from its last write to the next fire another instance claims. Ratios: today's figure over the fire claims'.`;
+  const watchNote = `Run watch: a run holds the key for ${w.leases} leases of ${num(w.leaseMs / 1000)} s (heartbeats every third); the ${w.watchers} other instances skipped its fire; their reads are counted from their skip until the release.`;
+  return {
+    markdown: `### 10. Scheduled fires (\`fireTime\`)\n\n${note}\n\n${t.text}\n\n${watchNote}\n\n${tw.text}\n`,
+    checks: [...t.checks, ...tw.checks],
+  };
+}
+
+/** Write-equivalents of a read unit at on-demand prices (a strongly consistent read of a small item: 0.2). */
+const RCU_AS_WRITES = 0.2;

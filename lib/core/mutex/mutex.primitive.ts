@@ -68,7 +68,13 @@ export class MutexPrimitive implements LockPrimitive {
       releaseQuietly,
     });
     this.watcher = new KeyWatcher(store, history, options.leaseMs);
-    this.runs = new RunWatch({ store, watcher: this.watcher, owner: options.ownerName, emit: (event) => events.emit(event) });
+    this.runs = new RunWatch({
+      store,
+      watcher: this.watcher,
+      owner: options.ownerName,
+      emit: (event) => events.emit(event),
+      holdsHere: (storedKey, token) => token !== undefined && this.queues.slot(storedKey)?.holder?.token === token,
+    });
   }
 
   serves(options: AcquireOptions): boolean {
@@ -101,7 +107,9 @@ export class MutexPrimitive implements LockPrimitive {
     // A scheduled fire skipped while a run holds the job elsewhere: watch that run until it ends,
     // so that a run whose instance died is passed in time for the next fire.
     return lock.catch((error: unknown) => {
-      if (error instanceof LockBusyError && error.holder !== undefined) this.runs.start(key, storedKey);
+      if (error instanceof LockBusyError && error.holder !== undefined) {
+        this.runs.start(key, storedKey, error.holder.leaseDuration ?? this.context.options.leaseMs);
+      }
       throw error;
     });
   }

@@ -12,6 +12,8 @@ export interface RunWatchHost {
   readonly watcher: KeyWatcher;
   /** This process's owner name, for events. */
   readonly owner: string;
+  /** Whether a lease of this process holds `storedKey` with owner token `token` (its own run: nothing to watch). */
+  holdsHere(storedKey: string, token: string | undefined): boolean;
   emit(event: LockEvent): void;
 }
 
@@ -22,7 +24,7 @@ export interface RunWatchHost {
  * write conditioned on the version watched, and its fire recorded `lost`, so the next fire runs
  * however far off it is. A single attempt at that fire could only start watching then, and would
  * lose it. Cost: two strongly consistent reads per lease of the holder for each watching instance,
- * while a run is in progress; none otherwise.
+ * while a run is in progress (one for a run shorter than half its lease); none otherwise.
  */
 export class RunWatch {
   private readonly watching = new Map<string, Promise<void>>();
@@ -30,10 +32,14 @@ export class RunWatch {
 
   constructor(private readonly host: RunWatchHost) {}
 
-  /** Starts watching `storedKey` (the job `key`), unless this process watches it already or shuts down. */
-  start(key: string, storedKey: string): void {
+  /**
+   * Starts watching `storedKey` (the job `key`), unless this process watches it already or shuts
+   * down. The attempt that was skipped has just seen the holder (and noted its version): the first
+   * read comes half of `leaseMs`, the holder's lease, later, so a run shorter than that costs one.
+   */
+  start(key: string, storedKey: string, leaseMs: number): void {
     if (this.closing.signal.aborted || this.watching.has(storedKey)) return;
-    const run = this.watch(key, storedKey).finally(() => this.watching.delete(storedKey));
+    const run = this.watch(key, storedKey, leaseMs / 2).finally(() => this.watching.delete(storedKey));
     this.watching.set(storedKey, run);
   }
 
@@ -48,9 +54,10 @@ export class RunWatch {
     await Promise.allSettled([...this.watching.values()]);
   }
 
-  private async watch(key: string, storedKey: string): Promise<void> {
+  private async watch(key: string, storedKey: string, firstReadInMs: number): Promise<void> {
     const backoff = new RetryBackoff();
     const { signal } = this.closing;
+    await sleep(firstReadInMs, signal).catch(() => undefined);
     while (!signal.aborted) {
       let view: KeyView;
       try {
@@ -62,8 +69,8 @@ export class RunWatch {
         await sleep(backoff.next(), signal).catch(() => undefined);
         continue;
       }
-      // The run ended (released, or passed by another instance): nothing more to watch.
-      if (!view.held || view.orphan) return;
+      // The run ended (released, or passed by another instance), or is this process's own now: nothing to watch.
+      if (!view.held || view.orphan || this.host.holdsHere(storedKey, view.record.token)) return;
       const leftMs = view.leaseMs - view.unchangedMs;
       if (leftMs <= 0) return this.pass(key, view);
       // Twice per lease while the holder renews; at the end of its lease when it has gone silent.
