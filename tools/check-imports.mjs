@@ -65,6 +65,8 @@ const SUBLAYERS = {
         { name: 'store/mutex', files: ['store/mutex/**'] },
         { name: 'store/semaphore', files: ['store/semaphore/**'] },
       ],
+      // Fenced writes: the caller's writes conditioned on a mutex's lock item or token.
+      [{ name: 'store/fencing', files: ['store/fencing/**'] }],
     ],
     free: [{ name: 'store/*.ts', files: ['store/*.ts'] }],
     siblings: 'shared protocol code goes to the top-level store/*.ts files',

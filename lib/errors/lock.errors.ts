@@ -156,3 +156,53 @@ export class LockTableError extends LockConfigurationError {
     super(message);
   }
 }
+
+/** Why one item of a `lock.transact()` was cancelled, as DynamoDB's `CancellationReasons` tell it. */
+export interface TransactionCancellation {
+  /** The index of the item in the call's `items`. */
+  readonly index: number;
+  /** DynamoDB's code: `None` (not the cause), `ConditionalCheckFailed`, `TransactionConflict`, `ValidationError`... */
+  readonly code: string;
+  /** DynamoDB's message, when it gave one. */
+  readonly message?: string;
+  /** The item as it was, when the item asked for it (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`), in the form of the call. */
+  readonly item?: Record<string, unknown>;
+}
+
+/**
+ * Thrown by `lock.transact()` when DynamoDB cancelled the transaction for the caller's own items
+ * (a condition of theirs failed, a conflict, an invalid item) while the lock still held: nothing
+ * was written. `reasons` has one entry per item of the call. A lost lock is a {@link LockLostError}.
+ */
+export class LockTransactionError extends DynamoLockError {
+  constructor(
+    message: string,
+    /** The lock's key as passed to `acquire()`. */
+    readonly key: string,
+    /** One per item of the call, in its order. */
+    readonly reasons: readonly TransactionCancellation[],
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * Thrown by `lock.fencedWrite()` when the item already carries a newer fencing token than the
+ * lock's: a later holder of the lock wrote it, so this holder lost the lock, and nothing was written.
+ */
+export class LockFencedError extends DynamoLockError {
+  constructor(
+    message: string,
+    /** The lock's key as passed to `acquire()`. */
+    readonly key: string,
+    /** This lock's fencing token, which the write carried. */
+    readonly fencingToken: number,
+    /** The newer token the item carries: the holder whose write won. */
+    readonly newerToken: number,
+    /** The table of the refused write. */
+    readonly tableName: string,
+  ) {
+    super(message);
+  }
+}

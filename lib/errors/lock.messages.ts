@@ -6,6 +6,7 @@
 
 export * from './messages/acquire.messages';
 export * from './messages/decorators.messages';
+export * from './messages/fencing.messages';
 export * from './messages/jobs.messages';
 export * from './messages/lease.messages';
 export * from './messages/leadership.messages';

@@ -46,9 +46,25 @@ export {
   type LockTableProblem,
   type LockHolder,
   type LockLostReason,
+  LockTransactionError,
+  type TransactionCancellation,
+  LockFencedError,
 } from '../errors/lock.errors';
+export {
+  DEFAULT_FENCE_ATTRIBUTE,
+  type DocumentFencedWriteItem,
+  type DocumentTransactItem,
+  type FencedWriteItem,
+  type FencedWriteOptions,
+  type FencedWriteResult,
+  type ItemForm,
+  type TransactOptions,
+  type TransactResult,
+} from '../interfaces/fenced-write.interface';
+export { MAX_TRANSACT_ITEMS } from '../store/fencing/fenced-request';
+export type { MemoryWrite } from '../store/fencing/fencing.memory-store';
 export { type Duration, parseDuration } from '../utils/duration';
 export { createLockTable, ensureLockTable, type EnsureTableOptions } from '../store/dynamo/lock-table';
-export { MemoryLockStore } from '../store/memory-lock.store';
+export { MemoryLockStore, type MemoryLockStoreOptions } from '../store/memory-lock.store';
 export type { LockItemStore } from '../interfaces/lock-item-store.interface';
 export { MAX_SEMAPHORE_LIMIT } from '../store/semaphore/semaphore.record';

@@ -1,16 +1,18 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoStoreOptions } from './dynamo/dynamo-store.options';
+import { DynamoFencingStore } from './fencing/fencing.dynamo-store';
 import { ensureLockTable, tableHealth } from './dynamo/lock-table';
 import type { LockStores } from './lock-stores';
 import { DynamoMutexStore } from './mutex/mutex.dynamo-store';
 import { DynamoSemaphoreStore } from './semaphore/semaphore.dynamo-store';
 import type { TableHealth } from './store.protocol';
 
-/** The lock table on DynamoDB: every primitive's items in one table, on one client. */
+/** The lock table on DynamoDB: every primitive's items in one table, on one client; fenced writes on the same client. */
 export class DynamoLockStores implements LockStores {
   readonly kind = 'dynamodb';
   readonly mutex: DynamoMutexStore;
   readonly semaphore: DynamoSemaphoreStore;
+  readonly fencing: DynamoFencingStore;
 
   constructor(
     private readonly client: DynamoDBClient,
@@ -18,6 +20,7 @@ export class DynamoLockStores implements LockStores {
   ) {
     this.mutex = new DynamoMutexStore(client, options);
     this.semaphore = new DynamoSemaphoreStore(client, options);
+    this.fencing = new DynamoFencingStore(client, options);
   }
 
   /** The table the stores write to. */

@@ -1,4 +1,5 @@
 import type { LockItemStore } from '../interfaces/lock-item-store.interface';
+import type { FencingStorePort } from './fencing/fencing-store.port';
 import type { MutexStorePort } from './mutex/mutex-store.port';
 import type { SemaphoreStorePort } from './semaphore/semaphore-store.port';
 import type { StoreHealth } from './store.protocol';
@@ -13,6 +14,8 @@ export interface LockStores extends LockItemStore {
   readonly mutex: MutexStorePort;
   /** Semaphore items (`acquire(key, { limit })`). Optional: a place without it serves mutexes only. */
   readonly semaphore?: SemaphoreStorePort;
+  /** Fenced writes under the mutex's locks (`lock.transact()`, `lock.fencedWrite()`). Optional: a place without it has none. */
+  readonly fencing?: FencingStorePort;
   /** Checks (or creates) whatever the place needs before use, e.g. the DynamoDB table. */
   prepare(create: boolean): Promise<void>;
   /**

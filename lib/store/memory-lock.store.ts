@@ -1,4 +1,5 @@
 import type { LockItemStore } from '../interfaces/lock-item-store.interface';
+import { MemoryFencingStore, type MemoryFencingOptions } from './fencing/fencing.memory-store';
 import { registerStores } from './lock-stores';
 import { MemoryMutexStore } from './mutex/mutex.memory-store';
 import { MemorySemaphoreStore } from './semaphore/semaphore.memory-store';
@@ -18,18 +19,37 @@ const tick = () => Promise.resolve();
  * const a = new LockManager({ store, verifyTable: false });
  * const b = new LockManager({ store, verifyTable: false }); // a second "instance"
  * ```
+ *
+ * Fenced writes run here too, without DynamoDB: `lock.transact(items)` checks the lock item as
+ * DynamoDB's `ConditionCheck` would (still this holder's; a lost lock rejects with
+ * `LockLostError`), and `lock.fencedWrite(item)` refuses a write older than the last token written
+ * to the same item (`LockFencedError`). Your own conditions are not evaluated (there are no
+ * tables): the writes that pass go to `onWrite` (attribute-value form, the fence already added),
+ * where a test applies or records them, or throws to fail the call; without `onWrite` they are
+ * checked and dropped.
+ *
+ * @example
+ * ```ts
+ * const writes: MemoryWrite[] = [];
+ * const store = new MemoryLockStore({ onWrite: (write) => void writes.push(write), tableKeys: { invoices: ['id'] } });
+ * const app = await Test.createTestingModule({ imports: [DynamoLockModule.forTesting({ store }), InvoicesModule] }).compile();
+ * ```
  */
 export class MemoryLockStore implements LockItemStore {
   /** `'memory'`. */
   readonly kind = 'memory';
   private readonly mutex = new MemoryMutexStore();
   private readonly semaphore = new MemorySemaphoreStore();
+  private readonly fencing: MemoryFencingStore;
 
-  constructor() {
+  /** @param options where fenced writes go (`onWrite`) and the key names of tables written with `Put`. */
+  constructor(options: MemoryLockStoreOptions = {}) {
+    this.fencing = new MemoryFencingStore(this.mutex, options);
     registerStores(this, {
       kind: this.kind,
       mutex: this.mutex,
       semaphore: this.semaphore,
+      fencing: this.fencing,
       prepare: async () => {
         await tick();
       },
@@ -45,9 +65,13 @@ export class MemoryLockStore implements LockItemStore {
     return this.mutex.size + this.semaphore.size;
   }
 
-  /** Forgets every item. */
+  /** Forgets every item (and the fencing token of every item written with `fencedWrite()`). */
   clear(): void {
     this.mutex.clear();
     this.semaphore.clear();
+    this.fencing.clear();
   }
 }
+
+/** Options of {@link MemoryLockStore}: where its fenced writes go. */
+export type MemoryLockStoreOptions = MemoryFencingOptions;

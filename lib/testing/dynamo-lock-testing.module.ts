@@ -11,7 +11,10 @@ export interface DynamoLockTestingOptions extends Omit<DynamoLockOptions, 'creat
   /**
    * The store to use; default a new {@link MemoryLockStore}. Pass one store to several testing
    * modules to make them act like instances of an app sharing one table, or to look at the
-   * records a test left behind.
+   * records a test left behind. To test a `@WithLock` method that calls
+   * `this.locks.current()!.transact(items)` or `fencedWrite(item)`, pass
+   * `new MemoryLockStore({ onWrite })`: the store checks the lock (or the item's fencing token) as
+   * DynamoDB would and hands each write that passes to `onWrite`.
    */
   store?: NonNullable<DynamoLockOptions['store']>;
   /** Register the module globally, as `forRoot()` does (default `true`). */

@@ -169,6 +169,15 @@ export class LeaseKeeper {
     return run;
   }
 
+  /**
+   * Marks a held lock lost because a fenced write found it so (the lock item no longer holds its
+   * token, or a data item carries a newer token): its signal aborts as a heartbeat's finding would.
+   */
+  markLost(lock: Lock, reason: 'taken' | 'gone', newHolder?: string): void {
+    const lease = this.leases.get(lock);
+    if (lease) this.lose(lease, reason, undefined, newHolder);
+  }
+
   /** Stops the heartbeat timer (at shutdown, once every lease is released). */
   close(): void {
     this.scheduler.close();

@@ -1,4 +1,16 @@
+import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { LockLostError } from '../../errors/lock.errors';
+import type {
+  AnyFencedWriteItem,
+  AnyTransactItem,
+  DocumentFencedWriteItem,
+  DocumentTransactItem,
+  FencedWriteItem,
+  FencedWriteOptions,
+  FencedWriteResult,
+  TransactOptions,
+  TransactResult,
+} from '../../interfaces/fenced-write.interface';
 import { type Duration } from '../../utils/duration';
 
 /** The part of the lock manager a {@link Lock} handle calls back into. */
@@ -7,6 +19,10 @@ export interface LockHost {
   extend(lock: Lock, leaseDuration?: Duration): Promise<void>;
   /** Whether the lock is still held; aborts its signal first if its lease ran out. */
   checkHeld(lock: Lock): boolean;
+  /** The caller's items and a check of the lock in one transaction (or a clear refusal). */
+  transact(lock: Lock, items: readonly AnyTransactItem[], options: TransactOptions): Promise<TransactResult>;
+  /** One write stamped with the fencing token (or a clear refusal). */
+  fencedWrite(lock: Lock, item: AnyFencedWriteItem, options: FencedWriteOptions): Promise<FencedWriteResult>;
 }
 
 /** Fields a {@link Lock} is created with. */
@@ -134,6 +150,55 @@ export class Lock implements AsyncDisposable {
       if (error instanceof LockLostError && this.#controller.signal.aborted) throw this.#controller.signal.reason;
       throw error;
     }
+  }
+
+  /**
+   * Writes `items` (Put / Update / Delete / ConditionCheck on any table, at most 99) only while
+   * this lock is held: they and a check of the lock item (still this holder's) go in one
+   * `TransactWriteItems`, so either all land under the lock or none does. A nested handle writes
+   * under its outer lock. Needs a server with transactions (DynamoDB, DynamoDB Local); elsewhere
+   * use {@link fencedWrite}. DynamoDB bills each transactional write twice.
+   *
+   * @example
+   * ```ts
+   * await lock.transact([{ Update: { TableName: 'invoices', Key: { id: { S: id } }, UpdateExpression: 'SET paid = :t', ExpressionAttributeValues: { ':t': { BOOL: true } } } }]);
+   * await lock.transact([{ Put: { TableName: 'invoices', Item: { id, paid: true } } }], { form: 'document' });
+   * ```
+   * @throws LockLostError (reason `taken`, `gone`, `expired`...: the one its `signal` carries) when
+   *   the lock was no longer held, before any request when that was known; nothing was written.
+   * @throws LockTransactionError when DynamoDB cancelled it for the items' own conditions (`reasons`, one per item).
+   * @throws LockConfigurationError on a server without transactions (dynalite).
+   * @throws LockValidationError for more than 99 items or an item of another shape.
+   */
+  transact(items: readonly TransactWriteItem[], options?: TransactOptions & { form?: 'attribute-value' }): Promise<TransactResult>;
+  /** {@inheritDoc Lock.(transact:1)} Items with plain values (`@aws-sdk/lib-dynamodb`'s form), converted with `@aws-sdk/util-dynamodb`. */
+  transact(items: readonly DocumentTransactItem[], options: TransactOptions & { form: 'document' }): Promise<TransactResult>;
+  transact(items: readonly AnyTransactItem[], options: TransactOptions = {}): Promise<TransactResult> {
+    return this.#host.transact(this.#outer ?? this, items, options);
+  }
+
+  /**
+   * Writes one item (Put / Update / Delete) stamped with this lock's fencing token, on condition
+   * that the item carries no newer token (`attribute_not_exists(f) OR f <= token`, joined to the
+   * item's own condition): a holder whose successor already wrote the item writes nothing. Works on
+   * every server, without transactions. The token goes to the attribute `fenceAttribute` (default
+   * `lockFence`); a Delete removes the item and its token, so prefer an Update marking it deleted
+   * where stale holders may still write.
+   *
+   * @example
+   * ```ts
+   * await lock.fencedWrite({ Update: { TableName: 'invoices', Key: { id }, UpdateExpression: 'SET paid = :t', ExpressionAttributeValues: { ':t': true } } }, { form: 'document' });
+   * ```
+   * @returns what the write returned (`attributes` for `returnValues`, `consumedCapacity`).
+   * @throws LockFencedError when the item carries a newer token (`newerToken`): nothing was written.
+   * @throws LockLostError, before any request, when the lock is known lost (its `signal` aborted).
+   * @throws the server's `ConditionalCheckFailedException`, as it is, when the item's own condition failed.
+   */
+  fencedWrite(item: FencedWriteItem, options?: FencedWriteOptions & { form?: 'attribute-value' }): Promise<FencedWriteResult>;
+  /** {@inheritDoc Lock.(fencedWrite:1)} An item with plain values, converted with `@aws-sdk/util-dynamodb`. */
+  fencedWrite(item: DocumentFencedWriteItem, options: FencedWriteOptions & { form: 'document' }): Promise<FencedWriteResult>;
+  fencedWrite(item: AnyFencedWriteItem, options: FencedWriteOptions = {}): Promise<FencedWriteResult> {
+    return this.#host.fencedWrite(this.#outer ?? this, item, options);
   }
 
   /** Releases the lock at the end of an `await using` block. */

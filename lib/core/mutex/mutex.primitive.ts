@@ -8,6 +8,7 @@ import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import { CLAIM_LEASE_MS } from '../../store/mutex/mutex-store.protocol';
 import { type Duration, parseLease } from '../../utils/duration';
 import { toStoredKey } from '../../utils/lock-key.validation';
+import { FencedWriter } from '../engine/fenced-writer';
 import { KeyHistory } from '../engine/key-history';
 import { LeaseKeeper } from '../engine/lease.keeper';
 import type { Lock, LockHost } from '../engine/lock';
@@ -35,6 +36,8 @@ export class MutexPrimitive implements LockPrimitive {
   private readonly releaser: LockReleaser;
   private readonly watcher: KeyWatcher;
   private readonly runs: RunWatch;
+  /** `lock.transact()` and `lock.fencedWrite()`. */
+  private readonly fenced: FencedWriter;
   private closed = false;
 
   constructor(private readonly context: PrimitiveContext) {
@@ -46,8 +49,11 @@ export class MutexPrimitive implements LockPrimitive {
       release: (lock) => this.releaser.release(lock),
       extend: (lock, leaseDuration) => this.keeper.extend(lock, leaseDuration),
       checkHeld: (lock) => this.keeper.checkHeld(lock),
+      transact: (lock, items, callOptions) => this.fenced.transact(lock, items, callOptions),
+      fencedWrite: (lock, item, callOptions) => this.fenced.fencedWrite(lock, item, callOptions),
     };
     this.keeper = new LeaseKeeper({ options, store, history, events, lockHost, onLost: (lease) => this.queues.onLost(lease) });
+    this.fenced = new FencedWriter(context.stores, this.keeper);
     this.queues = new KeyQueues({
       options,
       store,

@@ -1,5 +1,7 @@
-import { LockConfigurationError, LockKeyError, LockLostError } from '../../errors/lock.errors';
+import { LockConfigurationError, LockKeyError, LockLostError, LockValidationError } from '../../errors/lock.errors';
 import {
+  FENCED_WRITES_UNSUPPORTED,
+  SEMAPHORE_HAS_NO_FENCE,
   KEY_IS_SEMAPHORE,
   KEY_TOO_LONG,
   LOCK_RELEASED,
@@ -57,6 +59,9 @@ export class SemaphorePrimitive implements LockPrimitive {
         release: (lock) => this.release(lock),
         extend: (lock, leaseDuration) => this.keeper.extend(lock, leaseDuration),
         checkHeld: (lock) => this.keeper.checkHeld(lock),
+        // Several holders at once: no one holder can be fenced.
+        transact: (lock) => Promise.reject(new LockValidationError(FENCED_WRITES_UNSUPPORTED(lock.key, SEMAPHORE_HAS_NO_FENCE))),
+        fencedWrite: (lock) => Promise.reject(new LockValidationError(FENCED_WRITES_UNSUPPORTED(lock.key, SEMAPHORE_HAS_NO_FENCE))),
       },
       onLost: () => undefined,
     });

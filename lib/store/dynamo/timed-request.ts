@@ -1,28 +1,51 @@
 import type {
+  DeleteItemCommand,
+  DeleteItemCommandOutput,
+  DescribeTableCommand,
+  DescribeTableCommandOutput,
   DynamoDBClient,
   GetItemCommand,
   GetItemCommandOutput,
+  PutItemCommand,
+  PutItemCommandOutput,
   ScanCommand,
   ScanCommandOutput,
+  TransactWriteItemsCommand,
+  TransactWriteItemsCommandOutput,
   UpdateItemCommand,
   UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { LockTableError } from '../../errors/lock.errors';
 import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../../errors/lock.messages';
 
+/** The requests sent with a time limit: the lock table's, and the fenced writes to the caller's tables. */
+export type TimedCommand =
+  UpdateItemCommand | GetItemCommand | ScanCommand | PutItemCommand | DeleteItemCommand | TransactWriteItemsCommand | DescribeTableCommand;
+
+/** The answer of each {@link TimedCommand}. */
+export type TimedOutput =
+  | UpdateItemCommandOutput
+  | GetItemCommandOutput
+  | ScanCommandOutput
+  | PutItemCommandOutput
+  | DeleteItemCommandOutput
+  | TransactWriteItemsCommandOutput
+  | DescribeTableCommandOutput;
+
 /**
  * Sends one request within `limitMs` (none when `undefined`). The SDK gets an abort signal, and a
  * timer also races it, because the SDK may not look at the signal between its own retries. When
  * the limit runs out, the request rejects with an error named `TimeoutError` (transient for the
  * engine) whose message is `timeoutMessage(lastAttempt)` and whose cause is the error of the SDK's
- * last failed attempt, when it was retrying.
+ * last failed attempt, when it was retrying. `O` is the answer of `command` (the SDK's
+ * overloads name it per command; the caller names it once here).
  */
-export async function sendWithinLimit(
+export async function sendWithinLimit<O extends TimedOutput>(
   client: DynamoDBClient,
-  command: UpdateItemCommand | GetItemCommand | ScanCommand,
+  command: TimedCommand,
   limitMs: number | undefined,
   timeoutMessage: (lastAttempt: unknown) => string,
-): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
+): Promise<O> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   // The error of the SDK's last failed attempt: the time-out's cause when the SDK was retrying.
@@ -52,7 +75,7 @@ export async function sendWithinLimit(
     { step: 'finalizeRequest', priority: 'normal', name: 'dynamoLockLastAttempt' },
   );
   try {
-    const sent = client.send(sdkCommand, { abortSignal: controller.signal });
+    const sent = client.send(sdkCommand, { abortSignal: controller.signal }) as Promise<unknown> as Promise<O>;
     return await Promise.race([sent, timedOut]);
   } catch (error) {
     // The SDK's own abort error, when it noticed the signal first, is our timeout.

@@ -300,7 +300,7 @@ const HELD = 'attribute_exists(#token) OR #head < #tail';
  * The condition that `holding` still holds the item: its token is there, or no token is and `head`
  * serves its ticket. Adds `:token` (and the ticket) to `values`, under `prefix`.
  */
-function holdingCondition(holding: Holding, values: Record<string, AttributeValue>, prefix = ':'): string {
+export function holdingCondition(holding: Holding, values: Record<string, AttributeValue>, prefix = ':'): string {
   const token = prefix === ':' ? ':token' : `${prefix}Token`;
   values[token] = { S: holding.token };
   if (holding.ticket === undefined) return `#token = ${token}`;

@@ -226,6 +226,12 @@ export class MemoryMutexStore implements MutexStorePort {
     return item ? toRecord(item) : undefined;
   }
 
+  /** The record as it is now, synchronously (for a check that must be atomic with what follows it). */
+  peek(key: string): LockRecord | undefined {
+    const item = this.items.get(key);
+    return item ? toRecord(item) : undefined;
+  }
+
   async *scanHeld(prefix: string): AsyncGenerator<LockRecord> {
     await tick();
     const held = [...this.items.values()].map(toRecord).filter((record) => isHeld(record) && record.key.startsWith(prefix));

@@ -31,6 +31,9 @@ function setup() {
       release: async (lock) => keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released')) !== undefined,
       extend: (lock, leaseDuration) => keeper.extend(lock, leaseDuration),
       checkHeld: (lock) => keeper.checkHeld(lock),
+      // Fenced writes are tested in test/fencing, with stores.
+      transact: () => Promise.reject(new Error('no fenced writes in this fixture')),
+      fencedWrite: () => Promise.reject(new Error('no fenced writes in this fixture')),
     },
     onLost: lost,
   });

@@ -111,6 +111,9 @@ export function mutexEngine(overrides: DynamoLockOptions = {}, store = new Memor
       release: (lock) => releaser.release(lock),
       extend: (lock, leaseDuration) => keeper.extend(lock, leaseDuration),
       checkHeld: (lock) => keeper.checkHeld(lock),
+      // Fenced writes are tested in test/fencing, with stores.
+      transact: () => Promise.reject(new Error('no fenced writes in this fixture')),
+      fencedWrite: () => Promise.reject(new Error('no fenced writes in this fixture')),
     },
     onLost: (lease) => queues.onLost(lease),
   });
