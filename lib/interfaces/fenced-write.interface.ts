@@ -10,23 +10,23 @@ import type {
   Update,
 } from '@aws-sdk/client-dynamodb';
 
-/** Plain values (`@aws-sdk/lib-dynamodb`'s document form) in place of attribute values. */
-type Documented<T> = Omit<T, 'Item' | 'Key' | 'ExpressionAttributeValues'> &
+/** An operation body with plain values (`@aws-sdk/lib-dynamodb`'s document form) in place of attribute values. */
+export type DocumentForm<T> = Omit<T, 'Item' | 'Key' | 'ExpressionAttributeValues'> &
   ('Item' extends keyof T ? { Item: Record<string, unknown> } : unknown) &
   ('Key' extends keyof T ? { Key: Record<string, unknown> } : unknown) & { ExpressionAttributeValues?: Record<string, unknown> };
 
 /** A `TransactWriteItems` item in the document form: plain values, as `@aws-sdk/lib-dynamodb` takes them. */
 export type DocumentTransactItem =
-  | { Put: Documented<Put> }
-  | { Update: Documented<Update> }
-  | { Delete: Documented<Delete> }
-  | { ConditionCheck: Documented<ConditionCheck> };
+  | { Put: DocumentForm<Put> }
+  | { Update: DocumentForm<Update> }
+  | { Delete: DocumentForm<Delete> }
+  | { ConditionCheck: DocumentForm<ConditionCheck> };
 
 /** One write of `lock.fencedWrite()`, in the attribute-value form: a `TransactWriteItems` item but `ConditionCheck`. */
 export type FencedWriteItem = { Put: Put } | { Update: Update } | { Delete: Delete };
 
 /** One write of `lock.fencedWrite()` in the document form (plain values). */
-export type DocumentFencedWriteItem = { Put: Documented<Put> } | { Update: Documented<Update> } | { Delete: Documented<Delete> };
+export type DocumentFencedWriteItem = { Put: DocumentForm<Put> } | { Update: DocumentForm<Update> } | { Delete: DocumentForm<Delete> };
 
 /** Items in either form, as the engine receives them. */
 export type AnyTransactItem = TransactWriteItem | DocumentTransactItem;

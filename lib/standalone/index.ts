@@ -52,6 +52,7 @@ export {
 } from '../errors/lock.errors';
 export {
   DEFAULT_FENCE_ATTRIBUTE,
+  type DocumentForm,
   type DocumentFencedWriteItem,
   type DocumentTransactItem,
   type FencedWriteItem,

@@ -1,5 +1,5 @@
 import type { LockItemStore } from '../interfaces/lock-item-store.interface';
-import { MemoryFencingStore, type MemoryFencingOptions } from './fencing/fencing.memory-store';
+import { MemoryFencingStore, type MemoryLockStoreOptions } from './fencing/fencing.memory-store';
 import { registerStores } from './lock-stores';
 import { MemoryMutexStore } from './mutex/mutex.memory-store';
 import { MemorySemaphoreStore } from './semaphore/semaphore.memory-store';
@@ -73,5 +73,4 @@ export class MemoryLockStore implements LockItemStore {
   }
 }
 
-/** Options of {@link MemoryLockStore}: where its fenced writes go. */
-export type MemoryLockStoreOptions = MemoryFencingOptions;
+export type { MemoryLockStoreOptions };

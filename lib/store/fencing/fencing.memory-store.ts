@@ -19,8 +19,8 @@ export type MemoryWrite =
    */
   | { kind: 'fencedWrite'; key: string; fencingToken: number; item: FencedWriteItem };
 
-/** Options of a memory store's fenced writes. */
-export interface MemoryFencingOptions {
+/** Options of `MemoryLockStore`: where its fenced writes go. */
+export interface MemoryLockStoreOptions {
   /**
    * Receives each fenced write the store let through, to apply it to the test's own data or to
    * assert on it. Throwing (e.g. a `LockTransactionError` or a `ConditionalCheckFailedException`
@@ -44,7 +44,7 @@ export class MemoryFencingStore implements FencingStorePort {
 
   constructor(
     private readonly locks: MemoryMutexStore,
-    private readonly options: MemoryFencingOptions = {},
+    private readonly options: MemoryLockStoreOptions = {},
   ) {
     for (const [table, names] of Object.entries(options.tableKeys ?? {})) this.tableKeys.set(table, names);
   }
