@@ -4,9 +4,10 @@ import {
   CreateTableCommand,
   type DynamoDBClient,
   GetItemCommand,
+  DescribeTableCommand,
   PutItemCommand,
-  waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { uniqueTableName } from '../support/servers';
 
 /** Creates a table keyed by `id` and returns its name. */
@@ -20,7 +21,12 @@ export async function createDataTable(client: DynamoDBClient, prefix = 'data'): 
       BillingMode: 'PAY_PER_REQUEST',
     }),
   );
-  await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: tableName });
+  // Polled every 100 ms: the SDK's waiter sleeps 20 s when the first look finds the table still CREATING.
+  for (let tries = 0; tries < 300; tries++) {
+    const output = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (output.Table?.TableStatus === 'ACTIVE') break;
+    await sleep(100);
+  }
   return tableName;
 }
 
