@@ -4,18 +4,18 @@ import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { DynamoLockModule } from 'nestjs-dynamo-lock';
 import { LockAuditListener } from './audit/lock-audit.listener';
-import { InvoiceDatabase } from './invoices/invoice.database';
 import { InvoicesModule } from './invoices/invoices.module';
 import { ReportsModule } from './reports/reports.module';
 import { INSTANCE_NAME } from './support/instance-name';
 
 /**
- * The sample application. `instance` names this copy of the app in logs and lock owners;
- * `database` is the one all copies share (each gets its own without it).
+ * The sample application. `instance` names this copy of the app in logs and lock owners. The
+ * copies share their locks (table `DYNAMO_LOCK_TABLE`) and their invoices (`SAMPLE_INVOICE_TABLE`)
+ * through DynamoDB, as copies of one app on separate hosts would.
  */
 @Module({})
 export class AppModule {
-  static forInstance(instance: string, database = new InvoiceDatabase()): DynamicModule {
+  static forInstance(instance: string): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -37,8 +37,8 @@ export class AppModule {
         InvoicesModule,
         ReportsModule,
       ],
-      providers: [{ provide: INSTANCE_NAME, useValue: instance }, { provide: InvoiceDatabase, useValue: database }, LockAuditListener],
-      exports: [INSTANCE_NAME, InvoiceDatabase],
+      providers: [{ provide: INSTANCE_NAME, useValue: instance }, LockAuditListener],
+      exports: [INSTANCE_NAME],
       global: true,
     };
   }

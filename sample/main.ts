@@ -2,14 +2,14 @@ import 'reflect-metadata';
 import { type INestApplication, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
-import { InvoiceDatabase } from './invoices/invoice.database';
 import { runDemo } from './support/demo';
 import { startSampleDynamoDB } from './support/embedded-dynamodb';
 
 /**
  * Starts the sample: a DynamoDB server (embedded dynalite unless `DYNAMODB_ENDPOINT` is set),
  * then `SAMPLE_INSTANCES` (default 3) copies of the app in this process, on ports `PORT`
- * (default 3000) and up — as a scaled-out service would run them on separate hosts.
+ * (default 3000) and up — as a scaled-out service would run them on separate hosts. They share
+ * nothing in memory: their locks and their invoices are in DynamoDB.
  */
 async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -21,11 +21,9 @@ async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
   const apps: INestApplication[] = [];
   const urls: string[] = [];
-  // The instances share their invoices, as copies of one app share a database.
-  const database = new InvoiceDatabase();
   for (let i = 0; i < count; i++) {
     const name = String.fromCharCode(65 + i);
-    const app = await NestFactory.create(AppModule.forInstance(name, database), { logger: ['log', 'warn', 'error'] });
+    const app = await NestFactory.create(AppModule.forInstance(name), { logger: ['log', 'warn', 'error'] });
     await app.listen(port + i, '127.0.0.1');
     apps.push(app);
     urls.push(`http://127.0.0.1:${port + i}`);

@@ -2,13 +2,14 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { AppModule } from '../sample/app.module';
-import { InvoiceDatabase } from '../sample/invoices/invoice.database';
 import { ReportJob } from '../sample/reports/report.job';
 import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from './support/servers';
 
 describeEachServer('sample app (HTTP)', (server) => {
   const table = uniqueTableName('sample');
+  const invoiceTable = uniqueTableName('sample-invoices');
   const apps: INestApplication[] = [];
   const urls: string[] = [];
   const saved = { ...process.env };
@@ -17,13 +18,13 @@ describeEachServer('sample app (HTTP)', (server) => {
     Object.assign(process.env, {
       DYNAMODB_ENDPOINT: server.endpoint,
       DYNAMO_LOCK_TABLE: table,
+      SAMPLE_INVOICE_TABLE: invoiceTable,
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
     });
-    const database = new InvoiceDatabase();
     for (const instance of ['A', 'B']) {
-      const app = await NestFactory.create(AppModule.forInstance(instance, database), { logger: false });
+      const app = await NestFactory.create(AppModule.forInstance(instance), { logger: false });
       await app.listen(0, '127.0.0.1');
       apps.push(app);
       urls.push((await app.getUrl()).replace('[::1]', '127.0.0.1'));
@@ -35,6 +36,7 @@ describeEachServer('sample app (HTTP)', (server) => {
     process.env = saved;
     const client = createTestClient(server);
     await deleteTable(client, table);
+    await deleteTable(client, invoiceTable);
     client.destroy();
   });
 
@@ -52,7 +54,19 @@ describeEachServer('sample app (HTTP)', (server) => {
       resource: 'invoice-42',
     });
     const paid = a.status === 201 ? a : b;
-    expect(await paid.json()).toMatchObject({ id: '42', status: 'paid', paidWithToken: expect.any(Number) });
+    const invoice = await paid.json();
+    expect(invoice).toMatchObject({ id: '42', status: 'paid', paidWithToken: expect.any(Number) });
+    // Paid with a fenced write: the item in the invoice table carries the token it was written under.
+    const client = createTestClient(server);
+    const { Item } = await client.send(new GetItemCommand({ TableName: invoiceTable, Key: { id: { S: '42' } }, ConsistentRead: true }));
+    client.destroy();
+    expect(Item).toEqual({
+      id: { S: '42' },
+      amount: { N: '100' },
+      status: { S: 'paid' },
+      paidWithToken: { N: String(invoice.paidWithToken) },
+      lockFence: { N: String(invoice.paidWithToken) },
+    });
   });
 
   it('shows the holder while a payment runs, and nobody after', async () => {
@@ -75,7 +89,7 @@ describeEachServer('sample app (HTTP)', (server) => {
     expect(await reopened.json()).toMatchObject({ status: 'open' });
   });
 
-  it('shares its invoices between instances: a payment through one shows through the other, and is not made twice', async () => {
+  it('shares its invoices between instances through the invoice table: a payment through one shows through the other, and is not made twice', async () => {
     expect((await fetch(`${urls[0]}/invoices/42/reopen`, { method: 'POST' })).status).toBe(201);
     expect(await (await fetch(`${urls[1]}/invoices/42`)).json()).toMatchObject({ status: 'open' });
     const paid = await (await fetch(`${urls[1]}/invoices/42/pay`, { method: 'POST' })).json();
@@ -83,6 +97,34 @@ describeEachServer('sample app (HTTP)', (server) => {
     expect(await (await fetch(`${urls[0]}/invoices/42`)).json()).toEqual(paid);
     // Paid already: the other instance pays nothing again.
     expect(await (await fetch(`${urls[0]}/invoices/42/pay`, { method: 'POST' })).json()).toEqual(paid);
+  });
+
+  it("refuses a payment once a later holder of the invoice's lock wrote the invoice: 409, and the later write stays", async () => {
+    expect((await fetch(`${urls[0]}/invoices/43/reopen`, { method: 'POST' })).status).toBe(201);
+    const paying = fetch(`${urls[0]}/invoices/43/pay`, { method: 'POST' });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    // While A waits for its payment provider, a holder with a newer token writes the invoice (as one
+    // would after A stalled past its lease and lost the lock).
+    const { fencingToken } = (await (await fetch(`${urls[1]}/invoices/43/lock`)).json()) as { fencingToken: number };
+    const client = createTestClient(server);
+    await client.send(
+      new UpdateItemCommand({
+        TableName: invoiceTable,
+        Key: { id: { S: '43' } },
+        UpdateExpression: 'SET lockFence = :newer, amount = :amount',
+        ExpressionAttributeValues: { ':newer': { N: String(fencingToken + 1) }, ':amount': { N: '300' } },
+      }),
+    );
+    client.destroy();
+    const refused = await paying;
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ message: expect.stringContaining(`fencing token ${fencingToken + 1}`) });
+    expect(await (await fetch(`${urls[1]}/invoices/43`)).json()).toEqual({
+      id: '43',
+      amount: 300,
+      status: 'open',
+      lockFence: fencingToken + 1,
+    });
   });
 
   it('registers the guarded report job on each instance', () => {

@@ -1,6 +1,6 @@
 import { Controller, Get, Param, Post, UseInterceptors } from '@nestjs/common';
 import { LockInterceptor, LockService } from 'nestjs-dynamo-lock';
-import type { Invoice } from './invoice.database';
+import type { Invoice } from './invoice.table';
 import { InvoicesService } from './invoices.service';
 
 /** HTTP API of the sample. A busy invoice answers 409 thanks to LockInterceptor. */
@@ -13,7 +13,7 @@ export class InvoicesController {
   ) {}
 
   @Get(':id')
-  find(@Param('id') id: string): Invoice {
+  find(@Param('id') id: string): Promise<Invoice> {
     return this.invoices.find(id);
   }
 

@@ -7,6 +7,9 @@ import { Logger } from '@nestjs/common';
 export async function runDemo(urls: string[]): Promise<void> {
   const logger = new Logger('Demo');
   const [first, second = first] = urls;
+  // A table kept from an earlier run (DynamoDB Local, AWS) may have it paid already.
+  const invoice = (await (await fetch(`${first}/invoices/42`)).json()) as { status?: string };
+  if (invoice.status === 'paid') await fetch(`${first}/invoices/42/reopen`, { method: 'POST' });
   logger.log(`Paying invoice 42 twice at once, via ${first} and ${second} ...`);
   const answers = await Promise.all(
     [first, second].map(async (url) => {
