@@ -99,6 +99,26 @@ describeEachServer('sample app (HTTP)', (server) => {
     expect(await (await fetch(`${urls[0]}/invoices/42/pay`, { method: 'POST' })).json()).toEqual(paid);
   });
 
+  it('writes nothing when the invoice was paid meanwhile (its own condition of the fenced write), and answers with it as it is', async () => {
+    expect((await fetch(`${urls[0]}/invoices/43/reopen`, { method: 'POST' })).status).toBe(201);
+    const paying = fetch(`${urls[0]}/invoices/43/pay`, { method: 'POST' });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const client = createTestClient(server);
+    await client.send(
+      new UpdateItemCommand({
+        TableName: invoiceTable,
+        Key: { id: { S: '43' } },
+        UpdateExpression: 'SET #status = :paid, paidWithToken = :one',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':paid': { S: 'paid' }, ':one': { N: '1' } },
+      }),
+    );
+    client.destroy();
+    const answer = await paying;
+    expect(answer.status).toBe(201);
+    expect(await answer.json()).toMatchObject({ id: '43', status: 'paid', paidWithToken: 1 });
+  });
+
   it("refuses a payment once a later holder of the invoice's lock wrote the invoice: 409, and the later write stays", async () => {
     expect((await fetch(`${urls[0]}/invoices/43/reopen`, { method: 'POST' })).status).toBe(201);
     const paying = fetch(`${urls[0]}/invoices/43/pay`, { method: 'POST' });

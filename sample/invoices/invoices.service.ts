@@ -1,3 +1,4 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { ConflictException, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { type Lock, LockFencedError, LockService, WithLock } from 'nestjs-dynamo-lock';
 import { type Invoice, InvoiceTable, toInvoice } from './invoice.table';
@@ -32,7 +33,17 @@ export class InvoicesService {
     // Not `lock.signal.throwIfAborted()` and then a plain write: a pause between the two (GC, a
     // frozen container) would let this write land after another instance took the lock over. The
     // fenced write is refused by DynamoDB itself once a later holder of the lock wrote the invoice.
-    return this.write(lock, id, 'SET #status = :paid, paidWithToken = :token', { ':paid': 'paid', ':token': lock.fencingToken });
+    // Its own condition (still open) joins the fence's: the invoice is never marked paid twice.
+    try {
+      return await this.write(lock, id, 'SET #status = :paid, paidWithToken = :token', '#status = :open', {
+        ':paid': 'paid',
+        ':open': 'open',
+        ':token': lock.fencingToken,
+      });
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return this.find(id); // paid meanwhile
+    }
   }
 
   /** Re-opens an invoice so the demo can run again. Waits for a running payment instead of failing. */
@@ -40,14 +51,15 @@ export class InvoicesService {
   async reopen(id: string): Promise<Invoice> {
     const lock = this.locks.current()!;
     await this.find(id);
-    return this.write(lock, id, 'SET #status = :open REMOVE paidWithToken', { ':open': 'open' });
+    return this.write(lock, id, 'SET #status = :open REMOVE paidWithToken', 'attribute_exists(id)', { ':open': 'open' });
   }
 
   /**
-   * Updates the invoice under `lock`: the item gets the lock's fencing token (attribute `lockFence`),
-   * and the update lands only if the item carries no newer one.
+   * Updates the invoice under `lock` if `condition` holds: the item gets the lock's fencing token
+   * (attribute `lockFence`), and the update lands only if the item carries no newer one. A failed
+   * `condition` throws DynamoDB's ConditionalCheckFailedException, as a plain write would.
    */
-  private async write(lock: Lock, id: string, update: string, values: Record<string, unknown>): Promise<Invoice> {
+  private async write(lock: Lock, id: string, update: string, condition: string, values: Record<string, unknown>): Promise<Invoice> {
     try {
       const { attributes } = await lock.fencedWrite(
         {
@@ -55,7 +67,7 @@ export class InvoicesService {
             TableName: this.invoices.tableName,
             Key: { id },
             UpdateExpression: update,
-            ConditionExpression: 'attribute_exists(id)',
+            ConditionExpression: condition,
             ExpressionAttributeNames: { '#status': 'status' },
             ExpressionAttributeValues: values,
           },
