@@ -54,7 +54,7 @@ describeEachServer('sample app (HTTP)', (server) => {
       resource: 'invoice-42',
     });
     const paid = a.status === 201 ? a : b;
-    const invoice = await paid.json();
+    const invoice = (await paid.json()) as { paidWithToken: number };
     expect(invoice).toMatchObject({ id: '42', status: 'paid', paidWithToken: expect.any(Number) });
     // Paid with a fenced write: the item in the invoice table carries the token it was written under.
     const client = createTestClient(server);

@@ -1,5 +1,5 @@
 /**
- * Every TypeScript snippet of README.md compiles when pasted into an app (see
+ * Every TypeScript snippet of README.md and docs/fencing.md compiles when pasted into an app (see
  * `support/readme-snippets.ts` for how they are compiled), and the test example equals the spec
  * that runs next to it (`app/invoices.service.spec.ts`). Also what the README's testing section
  * says about services made with `new`.
@@ -34,6 +34,21 @@ describe('README snippets', () => {
     expect(fragments.length).toBeLessThanOrEqual(2);
 
     const problems = checkSnippets(snippets, root).map((p) => `README.md:${p.readmeLine}: ${p.message}`);
+    expect(problems).toEqual([]);
+  }, 90_000);
+});
+
+describe('docs/fencing.md snippets', () => {
+  it("compile, with their imports, against the library (as the README's do)", () => {
+    const root = repoRoot();
+    const snippets = extractSnippets(readFileSync(path.join(root, 'docs', 'fencing.md'), 'utf8'), 'docs/fencing.md');
+    const fragments = snippets.filter((s) => s.fragment);
+    console.info(
+      `docs/fencing.md: ${snippets.length - fragments.length} TypeScript snippets compiled, ${fragments.length} skipped as fragments`,
+    );
+    expect(snippets.length - fragments.length).toBeGreaterThanOrEqual(7);
+    expect(fragments).toEqual([]);
+    const problems = checkSnippets(snippets, root).map((p) => `docs/fencing.md:${p.readmeLine}: ${p.message}`);
     expect(problems).toEqual([]);
   }, 90_000);
 });

@@ -39,18 +39,23 @@ const TS_FENCE = /^```(ts|typescript)\s*$/;
 const ANY_TS_FENCE = /^\s*```\s*(ts|typescript|tsx)\b/i;
 const NAMED = /^\/\/ ([\w.-]+\.ts)$/;
 
-/** Every ```ts and ```typescript block of a Markdown text. */
-export function extractSnippets(markdown: string): Snippet[] {
+/**
+ * Every ```ts and ```typescript block of a Markdown text. `source` names the page in errors and in
+ * the module names of unnamed blocks (`readme-L<line>.ts` for README.md, `fencing-L<line>.ts` for
+ * docs/fencing.md).
+ */
+export function extractSnippets(markdown: string, source = 'README.md'): Snippet[] {
+  const prefix = path.basename(source, '.md').toLowerCase();
   const lines = markdown.split('\n');
   const snippets: Snippet[] = [];
   for (let i = 0; i < lines.length; i++) {
     if (!TS_FENCE.test(lines[i])) {
       // An indented or annotated TypeScript fence would escape the check unseen.
-      if (ANY_TS_FENCE.test(lines[i])) throw new Error(`README.md:${i + 1}: write TypeScript blocks as a bare \`\`\`ts fence`);
+      if (ANY_TS_FENCE.test(lines[i])) throw new Error(`${source}:${i + 1}: write TypeScript blocks as a bare \`\`\`ts fence`);
       continue;
     }
     const end = lines.findIndex((line, j) => j > i && line.startsWith('```'));
-    if (end < 0) throw new Error(`README.md:${i + 1}: code block without its closing fence`);
+    if (end < 0) throw new Error(`${source}:${i + 1}: code block without its closing fence`);
     const code = lines.slice(i + 1, end).join('\n') + '\n';
     let previous = i - 1;
     while (previous >= 0 && lines[previous].trim() === '') previous--;
@@ -59,7 +64,7 @@ export function extractSnippets(markdown: string): Snippet[] {
       fenceLine: i + 1,
       code,
       fragment: lines[previous]?.trim() === FRAGMENT_MARKER,
-      fileName: name ?? `readme-L${i + 1}.ts`,
+      fileName: name ?? `${prefix}-L${i + 1}.ts`,
     });
     i = end;
   }
