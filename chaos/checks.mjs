@@ -65,6 +65,8 @@ export const VIOLATIONS = {
   livenessExceeded: 'keys not acquirable within one lease (+ poll) after faults stopped',
   earlyTakeovers: 'locks of killed/stopped holders taken over by the prober sooner than one lease after it started',
   staleWritesAccepted: 'stale writes of a resumed holder accepted after a newer holder wrote',
+  staleDataWrites: 'stale writes that landed on a data item through the fence (a token below one already written there)',
+  dataWriteMismatches: 'fenced data writes whose outcome the item contradicts (acknowledged but absent, or refused but present)',
   locksLeftHeld: 'locks left held after everyone closed',
   leakedLeases: 'leases a manager kept after all its tasks ended',
   unexpectedErrors: 'unexpected errors (neither lock errors nor transient AWS errors)',
@@ -208,6 +210,12 @@ export class Referee {
           });
         }
         return;
+      case 'data-write':
+        return this.run.data.onStart(w, m);
+      case 'data-write-end':
+        return this.run.data.onEnd(w, m);
+      case 'stall-point':
+        return this.run.data.onStallPoint(w, m);
       case 'released':
         this.released.add(m.leaseId);
         this.releasedAt.set(m.leaseId, now());
@@ -246,6 +254,7 @@ export class Referee {
    * @param {WorkerHandle} w
    */
   onWorkerExit(w) {
+    this.run.data.onWorkerExit(w);
     for (const lease of this.leases.values()) {
       if (lease.owner !== w.owner || lease.state !== 'in') continue;
       lease.state = 'dead';

@@ -2,12 +2,13 @@
 /** The checks of a chaos run once every worker closed (the referee's live checks are in `checks.mjs`). */
 import { parseItem, scanItems } from './support/direct-table.mjs';
 import { finalSelfDeadlockChecks } from './self-deadlock-checks.mjs';
+import { checkDataItems } from './support/data-resource.mjs';
 
 /** @typedef {import('./scenario.mjs').ChaosRun} ChaosRun */
 
 /**
  * After everyone closed: nothing left held, the resource's log in order, overlaps judged, own locks
- * recognised, skewed workers not starved.
+ * recognised, the fenced data items' logs in token order, skewed workers not starved.
  * @param {ChaosRun} run
  */
 export async function finalChecks(run) {
@@ -43,6 +44,10 @@ export async function finalChecks(run) {
   if (sharedTokens > 0 && tally.violations.duplicateTokens === 0) tally.violation('duplicateTokens', { sharedTokens });
 
   await finalSelfDeadlockChecks(run);
+
+  // The data items written through the fence: no stale write landed; each outcome as the item shows it.
+  const stats = run.proxyStats ?? (await run.supervisor.proxyCall({ cmd: 'stats' })).stats;
+  run.dataItems = await checkDataItems(run, stats?.trace ?? []);
 
   // Clock skew changes nothing: skewed workers are not starved.
   const slots = Object.values(tally.counts.bySlot);

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LockManager } from '../dist/index.js';
 import { finalChecks } from './final-checks.mjs';
 import { noFaults } from './support/fault-proxy.mjs';
+import { serverHasTransactions } from './support/data-resource.mjs';
 import { createTable } from './support/direct-table.mjs';
 import { inspectLeftovers, startMonitor } from './self-deadlock-checks.mjs';
 import { startLivenessTrail } from './liveness-trail.mjs';
@@ -25,9 +26,11 @@ const now = () => performance.now();
 export async function runPhases(run) {
   const { o, supervisor } = run;
   run.log(
-    `[chaos] ${o.serverName}: table ${run.table}, ${o.workers} workers × ${o.tasks} tasks on ${o.keys} keys, lease ${o.leaseMs} ms, ${Math.round(o.durationMs / 1000)} s of faults, seed ${o.seed}`,
+    `[chaos] ${o.serverName}: table ${run.table} (+ -data), ${o.workers} workers × ${o.tasks} tasks on ${o.keys} keys, lease ${o.leaseMs} ms, ${Math.round(o.durationMs / 1000)} s of faults, seed ${o.seed}`,
   );
   await createTable(run.direct, run.table);
+  await createTable(run.direct, run.dataTable);
+  run.data.transactions = await serverHasTransactions(run.direct, run.dataTable);
   run.inspector = new LockManager({
     tableName: run.table,
     client: run.direct,

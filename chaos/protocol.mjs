@@ -42,6 +42,9 @@
  * @property {string} markerDir where the exclusive marker files of critical sections live
  * @property {SdkVariant} sdk
  * @property {boolean} autoGo start the tasks at once (a respawned worker) instead of waiting for `go`
+ * @property {string} dataTable the table of the fenced data items (`support/data-resource.mjs`)
+ * @property {number} transactRate fraction of data writes made with `lock.transact()` (0 on servers without transactions)
+ * @property {number} stallRate fraction of data writes that stop at a stall point before their request is sent
  */
 
 /**
@@ -109,6 +112,25 @@
  * @typedef {{ type: 'pause-check', leaseId: string, key: string, frozenMs: number, aborted: boolean, where?: string,
  *   heldForMs?: number, freezes?: number[][], events?: LibraryEvent[] }} PauseCheckMessage
  */
+/**
+ * A data write through the fence is about to be sent (`where`: after a checked write, or the section's
+ * last write, made whatever the signal says).
+ * @typedef {{ type: 'data-write', writeId: string, key: string, leaseId: string, token: number,
+ *   via: 'fencedWrite' | 'transact', where: 'write' | 'last' }} DataWriteMessage
+ */
+/**
+ * How a data write ended: `landed`; `fenced` (`LockFencedError`: a newer token on the item); `lost`
+ * (`LockLostError`: the lock was no longer held, before or at the write); `conflict` (a transaction
+ * cancelled by a concurrent write, `LockTransactionError`); `failed` (a transient error: it may or may
+ * not have landed); `unexpected`.
+ * @typedef {{ type: 'data-write-end', writeId: string, outcome: 'landed' | 'fenced' | 'lost' | 'conflict' | 'failed' | 'unexpected',
+ *   errorName?: string, newerToken?: number, message?: string }} DataWriteEndMessage
+ */
+/**
+ * A data write's request is about to leave the process, after the library's check (a request: answered
+ * with `{ re: id, ok }`): the harness may SIGSTOP the worker there, past its lease, before it answers.
+ * @typedef {{ type: 'stall-point', id: number }} StallPointMessage
+ */
 /** @typedef {{ type: 'released', leaseId: string, key: string, released: boolean }} ReleasedMessage `release()` returned */
 /** @typedef {{ type: 'release-error', leaseId: string, key: string, errorName?: string, outcome: AttemptOutcome }} ReleaseErrorMessage */
 /** @typedef {{ type: 'holding', key: string, leaseId: string, token: number }} HoldingMessage liveness: the key of a `hold` is taken */
@@ -120,13 +142,13 @@
 /**
  * Everything a worker sends.
  * @typedef {ReadyMessage | AttemptMessage | AttemptEndMessage | EnterMessage | WriteMessage | ExitMessage | AbandonMessage
- *   | PauseCheckMessage | ReleasedMessage | ReleaseErrorMessage | HoldingMessage | IdleMessage | ClosedMessage | CrashMessage
+ *   | PauseCheckMessage | DataWriteMessage | DataWriteEndMessage | StallPointMessage | ReleasedMessage | ReleaseErrorMessage | HoldingMessage | IdleMessage | ClosedMessage | CrashMessage
  *   | NoteMessage} WorkerMessage
  */
 
 /**
  * A request as the worker writes it; `rpc()` adds its `id`.
- * @typedef {Omit<EnterMessage, 'id'> | Omit<WriteMessage, 'id'> | Omit<ExitMessage, 'id'>} WorkerRequest
+ * @typedef {Omit<EnterMessage, 'id'> | Omit<WriteMessage, 'id'> | Omit<ExitMessage, 'id'> | Omit<StallPointMessage, 'id'>} WorkerRequest
  */
 
 /**

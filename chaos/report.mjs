@@ -140,6 +140,7 @@ export async function buildReport(run) {
       },
       traceLength: proxyStats.trace?.length,
       protectedWrites: referee.resource.stats,
+      dataWrites: { ...run.data.counts(), items: run.dataItems },
       dynamoRequests: proxyStats.requests,
       requestsByOperation: proxyStats.byOperation,
       faults: Object.fromEntries(FAULT_KINDS.map((kind) => [kind, proxyStats.injected[kind]])),

@@ -28,6 +28,7 @@ import { Referee } from './checks.mjs';
 import { runPhases } from './phases.mjs';
 import { buildReport, Tally } from './report.mjs';
 import { seededRandom } from './support/fault-proxy.mjs';
+import { DataLog } from './support/data-resource.mjs';
 import { deleteTable, directClient } from './support/direct-table.mjs';
 import { Supervisor } from './supervisor.mjs';
 
@@ -140,6 +141,12 @@ export class ChaosRun {
     this.t0 = performance.now();
     this.keys = Array.from({ length: o.keys }, (_, i) => `chaos-key-${i}`);
     this.table = `chaos-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e9).toString(36)}`;
+    /** The table of the fenced data items (`support/data-resource.mjs`). */
+    this.dataTable = `${this.table}-data`;
+    /** The workers' data writes through the fence, as they reported them. */
+    this.data = new DataLog(this);
+    /** @type {Awaited<ReturnType<typeof import('./support/data-resource.mjs').checkDataItems>> | undefined} what the data items showed */
+    this.dataItems = undefined;
     /** Where the workers' marker files are. */
     this.dir = mkdtempSync(path.join(tmpdir(), 'dynamo-lock-chaos-'));
     /** A client of the server itself, past the fault proxy. */
@@ -177,6 +184,7 @@ export class ChaosRun {
     await this.livenessTrail?.stop().catch(() => undefined);
     await this.supervisor.stopProxy();
     await deleteTable(this.direct, this.table).catch(() => undefined);
+    await deleteTable(this.direct, this.dataTable).catch(() => undefined);
     this.direct.destroy();
     rmSync(this.dir, { recursive: true, force: true });
   }

@@ -132,6 +132,9 @@ export class Supervisor {
       markerDir: dir,
       sdk: slot.sdk,
       autoGo,
+      dataTable: this.run.dataTable,
+      transactRate: this.run.data.transactions ? 0.3 : 0,
+      stallRate: 0.15,
     };
     const execArgv = slot.skewMs === 0 ? [] : ['--require', SKEW_PRELOAD];
     const child = fork(WORKER, [JSON.stringify(config)], {

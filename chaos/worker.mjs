@@ -5,8 +5,11 @@
  *
  * Each of its `tasks` loops: pick a key → `acquire()` → check `lock.signal` → protected writes
  * to the parent's fencing resource (over IPC, each acknowledged) with the fencing token, each
- * preceded by a signal check → hold → leave → `release()`. Critical sections are also marked
- * with an exclusive marker file (`openSync(path, 'wx')`), a clock-free overlap witness.
+ * preceded by a signal check and followed by a write of the key's data item through the library's
+ * fence (`lock.fencedWrite()` or `lock.transact()`, `support/data-resource.mjs`) → hold → one last
+ * data write, whatever the signal says (the fence alone must stop it once the lock is lost) →
+ * leave → `release()`. Critical sections are also marked with an exclusive marker file
+ * (`openSync(path, 'wx')`), a clock-free overlap witness.
  *
  * What the worker itself judges (it alone has its monotonic clock):
  * - a pulse timer records event-loop freezes (SIGSTOP); at every signal check after a freeze of a
@@ -23,8 +26,17 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DynamoLockError, LockBusyError, LockManager, LockUnavailableError } from '../dist/index.js';
+import {
+  DynamoLockError,
+  LockBusyError,
+  LockFencedError,
+  LockLostError,
+  LockManager,
+  LockTransactionError,
+  LockUnavailableError,
+} from '../dist/index.js';
 import { LOCAL_REGION, localCredentials } from '../tools/local-credentials.mjs';
+import { dataUpdate } from './support/data-resource.mjs';
 
 /** @typedef {import('./protocol.mjs').WorkerMessage} WorkerMessage */
 /** @typedef {import('./protocol.mjs').WorkerReply} WorkerReply */
@@ -154,6 +166,19 @@ const manager = new LockManager({
   },
 });
 
+// A pause between the library's check and the request leaving the process (GC, a frozen
+// container): before some data writes are sent, the worker asks the harness, which may SIGSTOP it
+// there past its lease. The write then leaves with the old token after a takeover: the fence's case.
+manager.client.middlewareStack.add(
+  (next) => async (args) => {
+    const input = /** @type {any} */ (args.input);
+    const dataWrite = input?.TableName === cfg.dataTable || input?.TransactItems?.some((item) => item.Update?.TableName === cfg.dataTable);
+    if (dataWrite && Math.random() < cfg.stallRate) await rpc({ type: 'stall-point' });
+    return next(args);
+  },
+  { step: 'build', name: 'chaosStallPoint' },
+);
+
 // ---- error classification ----
 
 const TRANSIENT_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE']);
@@ -178,6 +203,47 @@ function classify(error) {
   if ((error?.$metadata?.httpStatusCode ?? 0) >= 500) return 'transient';
   // Anything else (a ValidationException, a TypeError, ...) is a bug somewhere.
   return 'unexpected';
+}
+
+// ---- data writes through the fence ----
+
+let dataWrites = 0;
+
+/**
+ * One write of `key`'s data item through the library's fence, reported before it is sent and when
+ * it ends. Never throws: how it ended is the report.
+ * @param {import('../dist/index.js').Lock} lock
+ * @param {string} key
+ * @param {'write' | 'last'} where
+ */
+async function dataWrite(lock, key, where) {
+  const writeId = `${cfg.owner}.${++dataWrites}`;
+  const token = lock.fencingToken;
+  /** @type {'fencedWrite' | 'transact'} */
+  const via = Math.random() < cfg.transactRate ? 'transact' : 'fencedWrite';
+  send({ type: 'data-write', writeId, key, leaseId: lock.leaseId, token, via, where });
+  /** @type {Omit<import('./protocol.mjs').DataWriteEndMessage, 'type' | 'writeId'>} */
+  let end;
+  try {
+    const write = { table: cfg.dataTable, key, token, writeId };
+    if (via === 'transact') await lock.transact([{ Update: dataUpdate({ ...write, stampFence: true }) }]);
+    else await lock.fencedWrite({ Update: dataUpdate({ ...write, stampFence: false }) });
+    end = { outcome: 'landed' };
+  } catch (error) {
+    if (error instanceof LockFencedError) end = { outcome: 'fenced', errorName: error.name, newerToken: error.newerToken };
+    else if (error instanceof LockLostError) end = { outcome: 'lost', errorName: error.name };
+    else if (error instanceof LockTransactionError && error.reasons.every((r) => r.code === 'None' || r.code === 'TransactionConflict'))
+      // Another request wrote the lock item (a waiter joining the line) while the transaction ran.
+      end = { outcome: 'conflict', errorName: error.name };
+    else {
+      const outcome = classify(error);
+      end =
+        outcome === 'transient'
+          ? { outcome: 'failed', errorName: error?.name ?? error?.code }
+          : { outcome: 'unexpected', errorName: error?.name, message: String(error?.stack ?? error).slice(0, 1_500) };
+    }
+  }
+  send({ type: 'data-write-end', writeId, ...end });
 }
 
 // ---- critical sections ----
@@ -289,6 +355,7 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
         marker: claim.status === 'taken' ? claim : undefined,
       });
       if (!written.accepted) return;
+      await dataWrite(lock, key, 'write');
     }
     if (!lost) {
       const until = now() + plan.holdMs / (plan.writes + 1);
@@ -299,6 +366,8 @@ async function section(lock, key, attemptId, resolvedAt, plan) {
       // Only fencing protects the resource from it.
       await rpc({ type: 'write', key, leaseId, token, unchecked: true });
     }
+    // The section's last data write, made whether or not the lock is still held: the fence decides.
+    await dataWrite(lock, key, 'last');
   } finally {
     signal.removeEventListener('abort', onAbort);
     dropMarker();

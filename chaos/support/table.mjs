@@ -23,6 +23,8 @@ const MAIN_VIOLATIONS = [
   ...SELF_DEADLOCKS,
   'outOfOrderWrites',
   'duplicateTokens',
+  'staleDataWrites',
+  'dataWriteMismatches',
   'livenessExceeded',
 ];
 
@@ -77,6 +79,24 @@ function rows(reports) {
       '  stale writes after liveness pause',
       (r) => `${r.counts.liveness?.staleWritesRejected ?? 0} of ${r.counts.liveness?.staleWritesExpected ?? 0} rejected`,
     ],
+    [
+      'data writes through the fence (transact)',
+      (r) =>
+        `${r.counts.dataWrites.attempted} (${r.counts.dataWrites.transactions ? r.counts.dataWrites.byVia.transact : 'not supported'})`,
+    ],
+    [
+      '  landed / conflict / failed / died',
+      (r) =>
+        `${r.counts.dataWrites.landed} / ${r.counts.dataWrites.outcomes.conflict ?? 0} / ${r.counts.dataWrites.outcomes.failed ?? 0} / ${r.counts.dataWrites.outcomes.died ?? 0}`,
+    ],
+    [
+      '  refused: fenced / lock lost (after a pause)',
+      (r) => `${r.counts.dataWrites.fenced} / ${r.counts.dataWrites.lost} (${r.counts.dataWrites.refusedAfterPause})`,
+    ],
+    ['  paused between the check and the send', (r) => r.counts.dataWrites.stalls],
+    ['  refused by the server (seen by the proxy)', (r) => r.counts.dataWrites.items?.refusedAtServer ?? 0],
+    ['✗ stale data writes landed', (r) => r.violations.staleDataWrites],
+    ['✗ data writes the item contradicts', (r) => r.violations.dataWriteMismatches],
     ['✗ writes accepted out of token order', (r) => r.violations.outOfOrderWrites + r.violations.duplicateTokens],
     ['✗ false successes', (r) => r.violations.falseSuccesses],
     ['  server checks at enter (inconclusive)', (r) => `${r.counts.groundTruthChecks} (${r.counts.groundTruthInconclusive})`],

@@ -37,6 +37,14 @@ interface ChaosReport {
     pauseChecksAborted: number;
     faults: Record<string, number>;
     protectedWrites: { attempted: number; accepted: number };
+    dataWrites: {
+      attempted: number;
+      landed: number;
+      refused: number;
+      refusedAfterPause: number;
+      transactions: boolean;
+      byVia: { transact: number };
+    };
     groundTruthChecks: number;
     lostWriteResponses: { total: number };
     liveness?: { maxMs: number; boundMs: number; staleWritesRejected: number; staleWritesExpected: number };
@@ -124,6 +132,13 @@ describeEachServer('chaos suite (short)', (server) => {
     // with its old token, and the resource rejected it.
     expect(report.counts.liveness?.staleWritesExpected).toBeGreaterThan(0);
     expect(report.counts.liveness?.staleWritesRejected).toBe(report.counts.liveness?.staleWritesExpected);
+    // Every worker wrote its key's data item through the library's fence (and, with transactions,
+    // some with lock.transact()); no stale write landed (a violation above), and holders paused past
+    // their lease had their writes refused.
+    expect(report.counts.dataWrites.landed).toBeGreaterThan(report.counts.acquisitions);
+    expect(report.counts.dataWrites.refused).toBeGreaterThan(0);
+    expect(report.counts.dataWrites.refusedAfterPause).toBeGreaterThan(0);
+    if (report.counts.dataWrites.transactions) expect(report.counts.dataWrites.byVia.transact).toBeGreaterThan(0);
   }, 180_000);
 });
 
