@@ -25,6 +25,7 @@ import * as waiting from './scenarios/waiting.mjs';
 import * as leadership from './scenarios/leadership.mjs';
 import * as semaphore from './scenarios/semaphore.mjs';
 import * as scheduledFires from './scenarios/scheduled-fires.mjs';
+import * as fencedWrites from './scenarios/fenced-writes.mjs';
 import { machineAndVersions } from './report/environment.mjs';
 import { docsPage, scenarioTables } from './report/markdown.mjs';
 import { chartSvg } from './report/svg.mjs';
@@ -88,6 +89,7 @@ const MODES = {
       watch: { leaseMs: 1_000, leases: 3 },
       crash: { trials: 1, leaseMs: 1_000, periodLeases: 5 },
     },
+    fencedWrites: { writes: 30 },
   },
   full: {
     uncontended: { rounds: 5, cycles: 100 },
@@ -139,9 +141,10 @@ const MODES = {
       watch: { leaseMs: 1_000, leases: 3 },
       crash: { trials: 3, leaseMs: 1_000, periodLeases: 5 },
     },
+    fencedWrites: { writes: 300 },
   },
 };
-const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership, semaphore, scheduledFires };
+const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership, semaphore, scheduledFires, fencedWrites };
 
 /**
  * What a scenario runs with: `--only=waiting` also runs the cross-process 20 ms hold, and
