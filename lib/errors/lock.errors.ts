@@ -172,7 +172,7 @@ export interface TransactionCancellation {
 /**
  * Thrown by `lock.transact()` when DynamoDB cancelled the transaction for the caller's own items
  * (a condition of theirs failed, a conflict, an invalid item) while the lock still held: nothing
- * was written. `reasons` has one entry per item of the call. A lost lock is a {@link LockLostError}.
+ * was written. `reasons` has one entry per item of the call, and one more (`index` = the number of items) when the lock's own check was cancelled for another cause than a failed condition (a conflict with a write of the lock item in flight). A lost lock is a {@link LockLostError}.
  */
 export class LockTransactionError extends DynamoLockError {
   constructor(

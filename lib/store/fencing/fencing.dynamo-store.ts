@@ -78,7 +78,11 @@ export class DynamoFencingStore implements FencingStorePort {
         const reason = reasons[index];
         return { index, code: reason?.Code ?? 'None', message: reason?.Message, item: reason?.Item };
       };
-      return { ok: false, lockHeld: true, reasons: request.items.map((_, index) => reasonAt(index)) };
+      const cancelled = request.items.map((_, index) => reasonAt(index));
+      // The lock's check cancelled for another cause (a conflict with a write of the lock item in
+      // flight): the last reason names it, so the error says why.
+      if (lock?.Code && lock.Code !== 'None') cancelled.push(reasonAt(request.items.length));
+      return { ok: false, lockHeld: true, reasons: cancelled };
     }
   }
 
