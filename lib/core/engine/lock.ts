@@ -1,4 +1,6 @@
 import { LockLostError } from '../../errors/lock.errors';
+import { RELEASE_FAILED } from '../../errors/lock.messages';
+import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import { type Duration } from '../../utils/duration';
 
 /** The part of the lock manager a {@link Lock} handle calls back into. */
@@ -34,6 +36,15 @@ export function createLock(fields: LockFields): Lock {
 /** The outermost handle of a lock: itself, or the lock a nested handle was made from. */
 export function rootLock(lock: Lock): Lock {
   return root(lock);
+}
+
+/** Releases a lock, logging (not throwing) a failure: the work is done, and the lease runs out on its own. */
+export async function releaseQuietly(lock: Lock, logger: LockLogger): Promise<void> {
+  try {
+    await lock.release();
+  } catch (error) {
+    logger.warn?.(RELEASE_FAILED(lock.key, error));
+  }
 }
 
 /** A handle for a nested (re-entrant) acquisition of `lock`, sharing its lease. */
