@@ -129,6 +129,12 @@ function scheduledFiresSuite(name: string, instances: () => Instances): void {
         const error = await busyOf(a.manager.acquire(key, { fireTime: late, wait: false }));
         expect(error.fireClaimed).toEqual({ scheduledAt: new Date(T + P), owner: 'B' });
       }
+      // An earlier fire is past (superseded); the same one ran elsewhere.
+      const reasons = fireEvents(a, key)
+        .map((e) => e as Extract<LockEvent, { type: 'fire' }>)
+        .filter((e) => e.outcome === 'skipped')
+        .map((e) => e.reason);
+      expect(reasons.slice(-3)).toEqual(['superseded', 'superseded', 'ran-elsewhere']);
 
       const third = await a.manager.tryAcquire(key, { fireTime: T + 2 * P });
       expect(third).not.toBeNull();
