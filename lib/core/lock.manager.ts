@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
-import { MANAGER_CLOSED, RELEASE_FAILED } from '../errors/lock.messages';
+import { FIRE_TIME_NESTED, MANAGER_CLOSED } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { JobFire } from '../interfaces/job-fire.interface';
@@ -8,7 +8,7 @@ import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { LockEventListener } from '../interfaces/lock-event.interface';
 import type { Duration } from '../utils/duration';
 import { toStoredKey } from '../utils/lock-key.validation';
-import { type Lock, nestedLock } from './engine/lock';
+import { type Lock, nestedLock, releaseQuietly } from './engine/lock';
 import { LockContext } from './engine/lock.context';
 import { LockEvents } from './engine/lock.events';
 import { exposeInternals } from './engine/lock.internals';
@@ -42,12 +42,12 @@ export class LockManager {
     this.events = new LockEvents(this.options.logger, this.options);
     this.backend = new LockStoreFactory(options, this.options);
     const { stores } = this.backend;
-    const releaseQuietly = (lock: Lock) => this.releaseQuietly(lock);
+    const release = (lock: Lock) => releaseQuietly(lock, this.options.logger);
     this.primitives = createPrimitives({
       options: this.options,
       stores,
       events: this.events,
-      releaseQuietly,
+      releaseQuietly: release,
       assertOpen: () => {
         if (this.closed) throw new LockConfigurationError(MANAGER_CLOSED());
       },
@@ -58,13 +58,13 @@ export class LockManager {
       events: this.events,
       tryAcquire: (name, leaseMs, data) => this.tryAcquire(name, { leaseDuration: leaseMs, data }),
       watch: (storedKey) => mutex.watch(storedKey),
-      releaseQuietly,
+      releaseQuietly: release,
       assertMutex: (name, storedKey) => this.assertOnly(mutex, name, storedKey),
     });
     exposeInternals(this, {
       stores,
       runHolding: (lock, fn) => this.runHolding(lock, fn),
-      releaseQuietly,
+      releaseQuietly: release,
       endScope: (lock) => this.context.endScope(lock),
       endRun: (lock, result) => this.primitives.endRun(lock, result),
       emit: (event) => this.events.emit(event),
@@ -116,6 +116,7 @@ export class LockManager {
       const resolved = primitive.resolveKey(scope, key, options);
       this.assertOnly(primitive, key, resolved.storedKey);
       const nested = this.context.get(resolved.itemKey);
+      if (nested && options.fireTime !== undefined) throw new LockValidationError(FIRE_TIME_NESTED(scope, key));
       if (nested) return Promise.resolve(nestedLock(nested));
       return primitive.acquire(key, resolved, options);
     } catch (error) {
@@ -154,8 +155,12 @@ export class LockManager {
     const lock = await this.start('withLock()', key, options);
     try {
       return await this.runHolding(lock, () => fn(lock));
+    } catch (error) {
+      // A scheduled fire's run that threw ended `failed` (its release records it).
+      this.primitives.endRun(lock, 'failed');
+      throw error;
     } finally {
-      await this.releaseQuietly(lock);
+      await releaseQuietly(lock, this.options.logger);
     }
   }
 
@@ -167,15 +172,6 @@ export class LockManager {
     const lease = this.primitives.leaseOf(lock);
     const run = () => this.context.run(lease?.storedKey ?? toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
     return lease?.trace ? lease.trace.run(run) : run();
-  }
-
-  /** Releases a lock, logging (not throwing) a failure. */
-  private async releaseQuietly(lock: Lock): Promise<void> {
-    try {
-      await lock.release();
-    } catch (error) {
-      this.options.logger.warn?.(RELEASE_FAILED(lock.key, error));
-    }
   }
 
   /**

@@ -9,11 +9,14 @@ const INTERVAL_OPTIONS = 'SCHEDULE_INTERVAL_OPTIONS';
 /** How many upcoming cron fire times are compared to find the shortest gap. */
 const FIRE_TIMES = 16;
 /**
- * How far from a fire's scheduled time a call still belongs to it (a quarter of the period, at most
- * this): the scheduler calls a job at its scheduled time on the instance's own clock, give or take
- * a busy event loop; a call further off is a call by hand, which claims no fire.
+ * How long after a fire's scheduled time a call still belongs to it: half the period, at most this.
+ * The scheduler calls a job at its scheduled time on the instance's own clock, never before, and
+ * late by as long as the event loop was blocked; a call further off is a call by hand, which
+ * claims no fire (and keeps the lock `holdAtLeast`).
  */
-const MAX_FIRE_TOLERANCE_MS = 5_000;
+const MAX_LATE_MS = 10 * 60_000;
+/** How long before a fire's scheduled time a call belongs to it (a timer's rounding): a quarter of the period, at most this. */
+const MAX_EARLY_MS = 1_000;
 /** The furthest back a missed fire is looked for, and how many are counted at most. */
 const MAX_LOOKBACK_MS = 400 * 24 * 3_600_000;
 const MAX_COUNTED = 10_000;
@@ -38,7 +41,10 @@ interface CronPackage {
 export interface FireSchedule {
   /** The shortest time between two fires. */
   readonly periodMs: number;
-  /** The fire a call at `nowMs` (this instance's clock) is for, or `undefined` for a call far from any fire (by hand). */
+  /**
+   * The fire a call at `nowMs` (this instance's clock) is for: the latest one, when the call comes
+   * less than half a period (10 minutes at most) after it; `undefined` for a call further off (by hand).
+   */
   near(nowMs: number): number | undefined;
   /** The latest fire at or before `nowMs`, if any in the last 400 days. */
   lastBefore(nowMs: number): number | undefined;
@@ -58,8 +64,10 @@ export type JobSchedule = { kind: 'interval'; periodMs: number } | { kind: 'cron
 export async function scheduleOf(method: object): Promise<JobSchedule | undefined | null> {
   const interval = Reflect.getMetadata(INTERVAL_OPTIONS, method) as { timeout?: unknown } | undefined;
   if (typeof interval?.timeout === 'number') return { kind: 'interval', periodMs: interval.timeout };
-  const cron = Reflect.getMetadata(CRON_OPTIONS, method) as { cronTime?: unknown; timeZone?: string; utcOffset?: number } | undefined;
-  if (typeof cron?.cronTime !== 'string') return undefined;
+  const cron = Reflect.getMetadata(CRON_OPTIONS, method) as
+    { cronTime?: unknown; timeZone?: string; utcOffset?: number; disabled?: boolean } | undefined;
+  // A disabled job does not run on this instance: no fire of it is claimed here.
+  if (typeof cron?.cronTime !== 'string' || cron.disabled === true) return undefined;
   const pkg = await loadCron();
   if (!pkg) return null;
   const time = new pkg.CronTime(cron.cronTime, cron.timeZone, cron.utcOffset);
@@ -75,7 +83,8 @@ export async function scheduleOf(method: object): Promise<JobSchedule | undefine
 
 /** The fires of a schedule, from `next` (the first fire strictly after a time). */
 export function fireSchedule(next: (afterMs: number) => number, periodMs: number): FireSchedule {
-  const toleranceMs = Math.min(periodMs / 4, MAX_FIRE_TOLERANCE_MS);
+  const lateMs = Math.min(periodMs / 2, MAX_LATE_MS);
+  const earlyMs = Math.min(periodMs / 4, MAX_EARLY_MS);
   const lastBefore = (nowMs: number): number | undefined => {
     for (let windowMs = 2 * periodMs; windowMs <= 2 * MAX_LOOKBACK_MS; windowMs *= 2) {
       let fire = next(nowMs - windowMs);
@@ -88,8 +97,8 @@ export function fireSchedule(next: (afterMs: number) => number, periodMs: number
   return {
     periodMs,
     near(nowMs) {
-      const fire = next(nowMs - toleranceMs);
-      return fire <= nowMs + toleranceMs ? fire : undefined;
+      const fire = lastBefore(nowMs + earlyMs);
+      return fire !== undefined && nowMs - fire < lateMs ? fire : undefined;
     },
     lastBefore,
     countBetween(fromMs, toMs) {

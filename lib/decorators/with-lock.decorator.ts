@@ -193,30 +193,31 @@ async function runLocked(
     throw error;
   }
   const acquiredAt = monotonicNow();
+  const holdMs = fire === undefined ? plan.holdAtLeastMs : plan.claimedHoldMs;
   let value: unknown;
   try {
     value = await internalsOf(service).runHolding(lock, () => original.apply(self, args));
   } catch (error) {
-    await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs, 'failed');
+    await releaseAfterHold(service, lock, acquiredAt, holdMs, 'failed');
     throw error;
   }
   if (isObservable(value)) {
     return {
       value,
-      release: (result) => releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs, result),
+      release: (result) => releaseAfterHold(service, lock, acquiredAt, holdMs, result),
       hold: (fn) => internalsOf(service).runHolding(lock, fn),
     };
   }
-  await releaseAfterHold(service, lock, acquiredAt, plan.holdAtLeastMs, 'done');
+  await releaseAfterHold(service, lock, acquiredAt, holdMs, 'done');
   return { value };
 }
 
 /** Why a scheduled fire was skipped: claimed by another instance, or the previous run still holds the job. */
 function skippedFire(fire: number, error: LockBusyError): SkippedFire {
   const { fireClaimed, holder } = error;
-  return fireClaimed
-    ? { scheduledAt: new Date(fire), reason: 'ran-elsewhere', by: fireClaimed.owner }
-    : { scheduledAt: new Date(fire), reason: 'previous-run', by: holder?.owner };
+  if (!fireClaimed) return { scheduledAt: new Date(fire), reason: 'previous-run', by: holder?.owner };
+  const reason = fireClaimed.scheduledAt.getTime() > fire ? 'superseded' : 'ran-elsewhere';
+  return { scheduledAt: new Date(fire), reason, by: fireClaimed.owner };
 }
 
 /**

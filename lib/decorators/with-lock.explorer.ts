@@ -1,12 +1,24 @@
 import { Injectable, type OnApplicationBootstrap, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { LockConfigurationError } from '../errors/lock.errors';
-import { CATCH_UP_FAILED, CATCH_UP_NEEDS_STATIC_KEY, CRON_UNREADABLE, FIRES_MISSED, LOCK_SERVICE_MISSING } from '../errors/lock.messages';
+import {
+  CATCH_UP_FAILED,
+  CATCH_UP_NEEDS_STATIC_KEY,
+  CRON_UNREADABLE,
+  FIRES_CHECK_FAILED,
+  FIRES_MISSED,
+  LOCK_SERVICE_MISSING,
+} from '../errors/lock.messages';
 import { LockService } from '../lock.service';
 import { internalsOf } from '../core/engine/lock.internals';
 import { scheduleOf } from './job-schedule.reader';
 import { LOCK_SERVICE_PROPERTY, WITH_LOCK_METHODS } from './with-lock.decorator';
 import { fitToSchedule, WITH_LOCK_JOB, WITH_LOCK_PLAN, type WithLockJob, type WithLockPlan } from './with-lock.plan';
+
+/** The provider of `@nestjs/schedule` that runs the jobs: without it, no job runs, and none is caught up. */
+const SCHEDULER_REGISTRY = 'SchedulerRegistry';
+/** The most recent fires, up to half a period or this long before start-up, are not reported missed. */
+const MISSED_GRACE_MS = 10_000;
 
 /** A `@Cron` job whose fires are claimed: checked at start-up for fires no instance ran. */
 interface ClaimedJob {
@@ -51,9 +63,10 @@ export class WithLockExplorer implements OnModuleInit, OnApplicationBootstrap {
     }
   }
 
-  /** @internal Once every module is up: fires missed while no instance was up. */
+  /** @internal Once every module is up: fires missed while no instance was up (only where a scheduler runs the jobs). */
   async onApplicationBootstrap(): Promise<void> {
-    await Promise.all(this.jobs.map((job) => this.startUp(job)));
+    const scheduled = this.discovery.getProviders().some((wrapper) => wrapper.name === SCHEDULER_REGISTRY);
+    if (scheduled) await Promise.all(this.jobs.map((job) => this.startUp(job)));
   }
 
   /** Fits one `@WithLock` method's plan to its schedule, if it has one. */
@@ -82,23 +95,25 @@ export class WithLockExplorer implements OnModuleInit, OnApplicationBootstrap {
   private async startUp({ self, plan, job, key }: ClaimedJob): Promise<void> {
     if (key === undefined) return;
     const { logger } = this.locks.options;
-    const last = plan.fires.lastBefore(Date.now());
+    // A fire of the last moments may be running, or claimed, right now on an instance whose clock is
+    // a little behind or whose answer is in flight: not missed.
+    const last = plan.fires.lastBefore(Date.now() - Math.min(plan.fires.periodMs / 2, MISSED_GRACE_MS));
     if (last === undefined) return;
     let claimed: number | undefined;
     try {
       claimed = (await this.locks.lastFire(key))?.scheduledAt.getTime();
     } catch (error) {
-      logger.warn(CATCH_UP_FAILED(plan.where, error));
+      logger.warn(FIRES_CHECK_FAILED(plan.where, key, error));
       return;
     }
-    if (claimed !== undefined && claimed >= last) return;
+    // A job never claimed (a first deployment, or an item TTL deleted while idle) has nothing to
+    // catch up that is known: running its last fire could run one that ran before the deletion.
+    if (claimed === undefined || claimed >= last) return;
     if (plan.catchUp === 'last') {
       // In the background: a long job must not hold the app's start-up.
       void job.runFire(self, last).catch((error: unknown) => logger.error?.(CATCH_UP_FAILED(plan.where, error)));
       return;
     }
-    // A job never claimed before has missed nothing yet (a first deployment).
-    if (claimed === undefined) return;
     const count = plan.fires.countBetween(claimed, last);
     logger.log(FIRES_MISSED(plan.where, key, new Date(last), count, new Date(claimed)));
     internalsOf(this.locks).emit({

@@ -41,6 +41,8 @@ export interface WithLockPlan {
   readonly skip: boolean;
   /** How long the lock is kept at least after acquisition; derived from the schedule unless set. */
   holdAtLeastMs: number;
+  /** The same for a call that claimed a scheduled fire: none unless set (the claim keeps the fire from running again). */
+  claimedHoldMs: number;
   /** `holdAtLeast` was given, so the schedule only checks it. */
   readonly holdAtLeastSet: boolean;
   readonly acquire: Omit<AcquireOptions, 'data' | 'signal'>;
@@ -102,6 +104,7 @@ export function planOf(options: WithLockOptions, where: string): WithLockPlan {
     where,
     skip,
     holdAtLeastMs: holdAtLeastMs(holdAtLeast, skip, checked),
+    claimedHoldMs: holdAtLeast === undefined ? 0 : holdAtLeastMs(holdAtLeast, skip, checked),
     holdAtLeastSet,
     acquire: { ...acquire, wait: acquire.wait ?? (skip ? false : undefined) },
     data,
@@ -127,7 +130,7 @@ function holdAtLeastMs(holdAtLeast: WithLockOptions['holdAtLeast'], skip: boolea
  *   period of a `@Cron` schedule, or `catchUp` is asked without one.
  */
 export function fitToSchedule(plan: WithLockPlan, schedule: JobSchedule | undefined): void {
-  const singleAttempt = plan.acquire.wait === false || plan.acquire.wait === 0;
+  const singleAttempt = plan.acquire.wait !== undefined && resolveWait(plan.acquire.wait) === 0;
   const claims = plan.skip && singleAttempt && schedule?.kind === 'cron' && plan.acquire.limit === undefined;
   if (plan.catchUp !== 'none' && !claims) throw new LockConfigurationError(CATCH_UP_NEEDS_CRON(plan.where));
   if (!plan.skip || schedule === undefined || !(schedule.periodMs > 0)) return;
@@ -140,6 +143,8 @@ export function fitToSchedule(plan: WithLockPlan, schedule: JobSchedule | undefi
       throw new LockConfigurationError(LEASE_REACHES_PERIOD(plan.where, plan.leaseMs, periodMs));
     }
     plan.fires = schedule.fires;
-    if (!plan.holdAtLeastSet) plan.holdAtLeastMs = 0;
-  } else if (!plan.holdAtLeastSet) plan.holdAtLeastMs = Math.min(Math.floor(periodMs / 2), MAX_DERIVED_HOLD_MS);
+  }
+  // Calls that claim no fire (by hand, or a skipping method that waits, or an @Interval) keep the
+  // lock for half the period, so that an instance whose timer fires a little late skips the tick.
+  if (!plan.holdAtLeastSet) plan.holdAtLeastMs = Math.min(Math.floor(periodMs / 2), MAX_DERIVED_HOLD_MS);
 }

@@ -29,7 +29,7 @@ export interface AcquireOptions {
    * The scheduled time of the job run this single attempt is for (a `@Cron` fire: the schedule's
    * time, not the clock's). The lock is taken only when no run of this fire or a later one was
    * claimed on the key, and the claim stays in the item after the release: each fire runs once,
-   * whatever the instances' clocks (a `LockBusyError` with `lastFire` says it ran elsewhere).
+   * whatever the instances' clocks (a `LockBusyError` with `fireClaimed` says it ran elsewhere).
    * `@WithLock` on a `@Cron` method with `onBusy: 'skip'` sets it. Needs a single attempt
    * (`tryAcquire()`, `wait: false`); not with `limit`.
    */

@@ -15,8 +15,12 @@ export type AcquiredVia =
    */
   | 'takeover';
 
-/** Why an instance did not run a scheduled fire: another instance claimed it, or the previous run still holds the job. */
-export type FireSkipReason = 'ran-elsewhere' | 'previous-run';
+/**
+ * Why an instance did not run a scheduled fire: another instance claimed it (`ran-elsewhere`), a
+ * later fire was claimed already (`superseded`: this one is past, whether it ran or not), or the
+ * previous run still holds the job (`previous-run`).
+ */
+export type FireSkipReason = 'ran-elsewhere' | 'superseded' | 'previous-run';
 
 /** What every event carries. */
 export interface LockEventBase {

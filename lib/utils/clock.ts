@@ -1,9 +1,10 @@
 /** The local clock: monotonic time, abortable sleeps and jitter. Never compared across hosts. */
 
 /**
- * Resolves after `ms`, or rejects with the signal's reason as soon as it aborts.
+ * Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. With `unref`, the
+ * timer does not keep the process alive (background work that a shutdown would end anyway).
  */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal, unref = false): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = () => {
@@ -17,6 +18,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       },
       Math.max(0, ms),
     );
+    if (unref) timer.unref();
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

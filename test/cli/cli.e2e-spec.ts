@@ -530,12 +530,13 @@ describeEachServer('dynamo-lock CLI', (server) => {
       return { proxy, cli: new Cli({ name: server.name, endpoint: proxy.endpoint }, ['--table', tableName]) };
     };
     /**
-     * A CLI whose start-up read of `name` (as `inspect` reads it: the lock, then a semaphore) passes,
-     * and whose later requests, the campaign's, meet `mode`.
+     * A CLI whose start-up read of `name` (as `inspect --json` reads it: the lock, then a semaphore;
+     * the text form of a free key also reads a job's last fire) passes, and whose later requests,
+     * the campaign's, meet `mode`.
      */
     const failingAfterStart = async (name: string, mode: ProxyMode) => {
       const counter = await proxied();
-      expectExit(await counter.cli.run(['inspect', name]), 0);
+      expectExit(await counter.cli.run(['inspect', name, '--json']), 0);
       const failing = await proxied();
       failing.proxy.switchAfter(counter.proxy.requests, mode);
       return { ...failing, startup: counter.proxy.requests };

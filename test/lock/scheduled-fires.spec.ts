@@ -129,6 +129,12 @@ function scheduledFiresSuite(name: string, instances: () => Instances): void {
         const error = await busyOf(a.manager.acquire(key, { fireTime: late, wait: false }));
         expect(error.fireClaimed).toEqual({ scheduledAt: new Date(T + P), owner: 'B' });
       }
+      // An earlier fire is past (superseded); the same one ran elsewhere.
+      const reasons = fireEvents(a, key)
+        .map((e) => e as Extract<LockEvent, { type: 'fire' }>)
+        .filter((e) => e.outcome === 'skipped')
+        .map((e) => e.reason);
+      expect(reasons.slice(-3)).toEqual(['superseded', 'superseded', 'ran-elsewhere']);
 
       const third = await a.manager.tryAcquire(key, { fireTime: T + 2 * P });
       expect(third).not.toBeNull();
@@ -383,6 +389,56 @@ function scheduledFiresSuite(name: string, instances: () => Instances): void {
       expect(await b.manager.lastFire(key)).toMatchObject({ scheduledAt: new Date(T), owner: 'A', outcome: 'done' });
       expect(fireEvents(b, key).filter((e) => e.type === 'fire' && e.outcome === 'lost')).toEqual([]);
     }, 30_000);
+
+    it('RunWatch: an instance that skips a fire for its own run in progress does not watch that run (a read at most), nor passes it', async () => {
+      const [a] = [instances()('A')];
+      const key = newKey('own-run');
+      const run = await a.manager.tryAcquire(key, { fireTime: T, leaseDuration: LIVE_LEASE });
+      expect(run).not.toBeNull();
+      const from = a.reads();
+      expect(await a.manager.tryAcquire(key, { fireTime: T + P })).toBeNull();
+      expect(fireEvents(a, key)).toEqual([
+        { type: 'fire', key, owner: 'A', scheduledAt: new Date(T + P), outcome: 'skipped', reason: 'previous-run', by: 'A' },
+      ]);
+      await sleep(3 * LIVE_LEASE);
+      expect(a.reads() - from).toBeLessThanOrEqual(1);
+      expect(run!.isHeld).toBe(true);
+      expect(await run!.release()).toBe(true);
+      expect(await a.manager.lastFire(key)).toMatchObject({ scheduledAt: new Date(T), owner: 'A', outcome: 'done' });
+    }, 30_000);
+
+    it("a retry of the fire this instance's own run holds is skipped as claimed (here), not as a previous run", async () => {
+      const [a] = [instances()('A')];
+      const key = newKey('own-retry');
+      const run = await a.manager.tryAcquire(key, { fireTime: T });
+      expect(run).not.toBeNull();
+      const again = await busyOf(a.manager.acquire(key, { fireTime: T, wait: false }));
+      expect(again.fireClaimed).toEqual({ scheduledAt: new Date(T), owner: 'A' });
+      expect(await run!.release()).toBe(true);
+    });
+
+    it("withLock() with fireTime records the run 'failed' when its function throws, 'done' when it returns", async () => {
+      const [a] = [instances()('A')];
+      const key = newKey('with-lock');
+      await expect(a.manager.withLock(key, () => Promise.reject(new Error('report failed')), { fireTime: T, wait: false })).rejects.toThrow(
+        'report failed',
+      );
+      expect(await a.manager.lastFire(key)).toMatchObject({ scheduledAt: new Date(T), outcome: 'failed' });
+      await a.manager.withLock(key, () => 'ok', { fireTime: T + P, wait: false });
+      expect(await a.manager.lastFire(key)).toMatchObject({ scheduledAt: new Date(T + P), outcome: 'done' });
+    });
+
+    it('rejects fireTime on a key the async context holds already (a nested call would claim no fire)', async () => {
+      const [a] = [instances()('A')];
+      const key = newKey('nested');
+      await a.manager.withLock(key, async () => {
+        await expect(a.manager.tryAcquire(key, { fireTime: T })).rejects.toThrow(LockValidationError);
+        await expect(a.manager.tryAcquire(key, { fireTime: T })).rejects.toThrow(
+          /holds lock ".*" already, so the call would join that lock/,
+        );
+      });
+      expect(await a.manager.lastFire(key)).toBeNull();
+    });
 
     it('RunWatch: after passing a dead run, the watch stops: no read while no run is in progress', async () => {
       const [a, b] = [instances()('A'), instances()('B')];

@@ -411,6 +411,23 @@ export function fireClaimsContract(name: string, makeStore: () => Promise<FireSt
           outcome: 'lost',
         });
       });
+
+      it('with a holder that claims a later fire, and fireLost: the new claim replaces the passed fire (fireLost is moot), on every store', async () => {
+        const key = newKey('skip-claim-and-lost');
+        const old = await take(key, T);
+        const waiterToken = tok();
+        okRecord(await store.enqueue({ key, token: waiterToken, claimMs: CLAIM }));
+        const seen = await mustRead(key);
+        const record = okRecord(
+          await skip(key, seen, old.ticket + 1, {
+            holder: { token: waiterToken, owner: 'bob', leaseMs: LEASE, fire: T + 1_000 },
+            fireLost: true,
+          }),
+        );
+        expect(record.token).toBe(waiterToken);
+        expect(record.fire).toMatchObject({ at: T + 1_000, owner: 'bob', outcome: 'running' });
+        expect(record.fire?.endedAt).toBeUndefined();
+      });
     });
   });
 }

@@ -59,8 +59,10 @@ describe('fireSchedule', () => {
   it('names the fire of a call near its scheduled time, on either side, and none for a call far from it', () => {
     expect(every5.near(100_000)).toBe(100_000);
     expect(every5.near(100_900)).toBe(100_000); // a busy event loop: the call came late
-    expect(every5.near(99_200)).toBe(100_000); // a timer that fired early
-    expect(every5.near(102_500)).toBeUndefined(); // a call by hand, between fires
+    expect(every5.near(102_400)).toBe(100_000); // late by almost half a period
+    expect(every5.near(99_200)).toBe(100_000); // a timer's rounding, a little early
+    expect(every5.near(102_500)).toBeUndefined(); // half a period after the fire: a call by hand
+    expect(every5.near(103_700)).toBeUndefined();
   });
 
   it('finds the latest fire at or before a time, and counts the fires in a span', () => {

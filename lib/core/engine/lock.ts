@@ -1,5 +1,7 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { LockLostError } from '../../errors/lock.errors';
+import { RELEASE_FAILED } from '../../errors/lock.messages';
+import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import type {
   AnyFencedWriteItem,
   AnyTransactItem,
@@ -50,6 +52,15 @@ export function createLock(fields: LockFields): Lock {
 /** The outermost handle of a lock: itself, or the lock a nested handle was made from. */
 export function rootLock(lock: Lock): Lock {
   return root(lock);
+}
+
+/** Releases a lock, logging (not throwing) a failure: the work is done, and the lease runs out on its own. */
+export async function releaseQuietly(lock: Lock, logger: LockLogger): Promise<void> {
+  try {
+    await lock.release();
+  } catch (error) {
+    logger.warn?.(RELEASE_FAILED(lock.key, error));
+  }
 }
 
 /** A handle for a nested (re-entrant) acquisition of `lock`, sharing its lease. */

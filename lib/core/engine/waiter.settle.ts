@@ -18,7 +18,7 @@ export function settleWaiter(events: LockEvents, waiter: Waiter, outcome: unknow
   if (outcome instanceof LockBusyError) {
     if (waiter.fire !== undefined) {
       const { fireClaimed, holder } = outcome;
-      const reason = fireClaimed ? 'ran-elsewhere' : 'previous-run';
+      const reason = !fireClaimed ? 'previous-run' : fireClaimed.scheduledAt.getTime() > waiter.fire ? 'superseded' : 'ran-elsewhere';
       const by = fireClaimed ? fireClaimed.owner : holder?.owner;
       events.emit(
         { type: 'fire', key: waiter.key, owner: waiter.owner, scheduledAt: new Date(waiter.fire), outcome: 'skipped', reason, by },

@@ -198,6 +198,10 @@ export class KeyQueues {
   /** The busy error of a waiter: the holder it saw (or the local one), and when it may release. */
   private busyError(waiter: Waiter): LockBusyError {
     const local = this.slots.get(waiter.storedKey)?.holder;
+    // This process's own run of that fire, or a later one, holds the key: the fire was claimed here.
+    if (waiter.fire !== undefined && local?.fire !== undefined && local.fire >= waiter.fire) {
+      waiter.fireClaimed ??= { at: local.fire, owner: this.deps.options.ownerName };
+    }
     if (!waiter.holder && local) {
       waiter.holder = { owner: this.deps.options.ownerName, fencingToken: local.lock.fencingToken, leaseDuration: local.leaseMs };
       const usual = this.deps.history.holdEstimate(waiter.storedKey);

@@ -183,7 +183,11 @@ function holdingOf(lease: HeldLease): Holding {
   return { token: lease.token, ticket: lease.ticket };
 }
 
-/** How the run of a lease's scheduled fire ended: as its caller said, else done (a release by hand). */
+/**
+ * How the run of a lease's scheduled fire ended: as its caller said; else `failed` for a lease whose
+ * caller had given up (its write landed, its answer did not: the fire was claimed, and not run),
+ * and `done` for a release by hand.
+ */
 function fireResult(lease: HeldLease): ReleaseFire {
-  return lease.fireOutcome ?? 'done';
+  return lease.fireOutcome ?? (lease.quiet ? 'failed' : 'done');
 }

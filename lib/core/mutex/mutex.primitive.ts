@@ -113,7 +113,8 @@ export class MutexPrimitive implements LockPrimitive {
     // A scheduled fire skipped while a run holds the job elsewhere: watch that run until it ends,
     // so that a run whose instance died is passed in time for the next fire.
     return lock.catch((error: unknown) => {
-      if (error instanceof LockBusyError && error.holder !== undefined) {
+      // Not for a run of this process (this is the instance to know when it ends).
+      if (error instanceof LockBusyError && error.holder !== undefined && this.queues.slot(storedKey)?.holder === undefined) {
         this.runs.start(key, storedKey, error.holder.leaseDuration ?? this.context.options.leaseMs);
       }
       throw error;

@@ -389,7 +389,9 @@ export class RemoteAcquisition {
         mine === 'ticket' ? this.line.claimMs(this.waiter.leaseMs) : Math.min(record?.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
       const from = this.line.validFrom(this.waiter.uncertainSince);
       if (waiter.settled || from + leaseMs / 2 > monotonicNow()) return this.host.hold(waiter, record!, from, 'promotion', leaseMs);
-      await store.release(waiter.storedKey, { token: waiter.token, ticket: this.line.ticket }, waiter.leaseMs);
+      // A scheduled fire claimed by a write whose caller is gone did not run: it ended `failed`.
+      const fire = waiter.fire === undefined ? undefined : 'failed';
+      await store.release(waiter.storedKey, { token: waiter.token, ticket: this.line.ticket }, waiter.leaseMs, undefined, fire);
     } catch {
       // Best effort: a ticket left behind is passed by the others after one claim lease.
     }

@@ -23,7 +23,7 @@ export interface RunWatchHost {
  * for its lease on this host's monotonic clock (a crash, a frozen container) is passed, with one
  * write conditioned on the version watched, and its fire recorded `lost`, so the next fire runs
  * however far off it is. A single attempt at that fire could only start watching then, and would
- * lose it. Cost: two strongly consistent reads per lease of the holder for each watching instance,
+ * lose it. Its timers do not keep the process alive. Cost: two strongly consistent reads per lease of the holder for each watching instance,
  * while a run is in progress (one for a run shorter than half its lease); none otherwise.
  */
 export class RunWatch {
@@ -57,7 +57,7 @@ export class RunWatch {
   private async watch(key: string, storedKey: string, firstReadInMs: number): Promise<void> {
     const backoff = new RetryBackoff();
     const { signal } = this.closing;
-    await sleep(firstReadInMs, signal).catch(() => undefined);
+    await sleep(firstReadInMs, signal, true).catch(() => undefined);
     while (!signal.aborted) {
       let view: KeyView;
       try {
@@ -66,15 +66,16 @@ export class RunWatch {
       } catch (error) {
         // An outage: the next fire's own attempt goes on where this left off.
         if (!isTransientError(error)) return;
-        await sleep(backoff.next(), signal).catch(() => undefined);
+        await sleep(backoff.next(), signal, true).catch(() => undefined);
         continue;
       }
       // The run ended (released, or passed by another instance), or is this process's own now: nothing to watch.
       if (!view.held || view.orphan || this.host.holdsHere(storedKey, view.record.token)) return;
       const leftMs = view.leaseMs - view.unchangedMs;
+      if (signal.aborted) return;
       if (leftMs <= 0) return this.pass(key, view);
       // Twice per lease while the holder renews; at the end of its lease when it has gone silent.
-      await sleep(Math.min(view.leaseMs / 2, leftMs), signal).catch(() => undefined);
+      await sleep(Math.min(view.leaseMs / 2, leftMs), signal, true).catch(() => undefined);
     }
   }
 

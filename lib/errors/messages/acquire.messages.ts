@@ -30,6 +30,9 @@ export const FIRE_TIME_INVALID = (scope: string, value: unknown) =>
 export const FIRE_TIME_NEEDS_SINGLE_ATTEMPT = (scope: string) =>
   `${scope} option "fireTime" claims a scheduled fire with a single attempt: use tryAcquire(), or pass wait: false (a waiting caller could be served after the fire has passed).`;
 
+export const FIRE_TIME_NESTED = (scope: string, key: string) =>
+  `${scope} option "fireTime": this async context holds lock "${key}" already, so the call would join that lock (re-entrant) and claim no fire. Claim a scheduled fire from outside the locked section.`;
+
 export const FIRE_TIME_WITH_LIMIT = (scope: string) =>
   `${scope}: "fireTime" claims a fire of a job's mutex; it cannot be used with "limit" (a semaphore).`;
 

@@ -2,10 +2,18 @@
 
 import { describe } from './message.format';
 
-export const SKIPPED_FIRE = (where: string, key: string, fire: Date, reason: 'ran-elsewhere' | 'previous-run', by: string | undefined) =>
-  reason === 'ran-elsewhere'
-    ? `Skipped ${where} for the fire of ${fire.toISOString()}: ${by ? `"${by}"` : 'another instance'} claimed it first (lock "${key}"; further skips are counted, one line a minute).`
-    : `Skipped ${where} for the fire of ${fire.toISOString()}: the previous run still holds lock "${key}"${by ? ` on "${by}"` : ''} (further skips are counted, one line a minute).`;
+const SKIP_CAUSES = {
+  'ran-elsewhere': (key: string, by: string | undefined) => `${by ? `"${by}"` : 'another instance'} claimed it first (lock "${key}"`,
+  superseded: (key: string, by: string | undefined) =>
+    `a later fire was claimed already${by ? ` by "${by}"` : ''}, so this one is past (lock "${key}"`,
+  'previous-run': (key: string, by: string | undefined) => `the previous run still holds lock "${key}"${by ? ` on "${by}"` : ''} (`,
+} as const;
+
+export const SKIPPED_FIRE = (where: string, key: string, fire: Date, reason: keyof typeof SKIP_CAUSES, by: string | undefined) =>
+  `Skipped ${where} for the fire of ${fire.toISOString()}: ${SKIP_CAUSES[reason](key, by)}${reason === 'previous-run' ? '' : '; '}further skips are counted, one line a minute).`;
+
+export const FIRES_CHECK_FAILED = (where: string, key: string, error: unknown) =>
+  `${where}: could not read the last fire of lock "${key}" at start-up to look for missed fires: ${error instanceof Error ? error.message : String(error)}`;
 
 export const CRON_UNREADABLE = (where: string) =>
   `@WithLock on ${where}: its @Cron schedule could not be read (the "cron" package that @nestjs/schedule uses was not found, or is older than 3.0), so its fires cannot be claimed once across instances by their scheduled time. Install @nestjs/schedule with its own "cron" dependency.`;

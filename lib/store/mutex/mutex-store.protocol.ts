@@ -60,7 +60,10 @@ export interface SkipWrite {
   target: number;
   /** The writer, when `target` is its own ticket: it holds from this write (claiming `fire` as {@link AcquireWrite.fire} does). */
   holder?: { token: string; owner: string; leaseMs: number; data?: string; fire?: number };
-  /** The holder passed was running a fire, as the item watched showed: record it `lost` (a write by another holder leaves it). */
+  /**
+   * The holder passed was running a fire, as the item watched showed: record it `lost`. Ignored
+   * when the writer claims a fire of its own (`holder.fire`): that claim replaces the record.
+   */
   fireLost?: boolean;
 }
 

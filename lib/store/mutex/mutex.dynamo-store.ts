@@ -73,7 +73,8 @@ export class DynamoMutexStore implements MutexStorePort {
       condition = `attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)${claim}`;
     } else {
       set.push('#fence = #fence + :one');
-      // Re-applicable by the new holder (the head does not move): a retried hand-over succeeds again.
+      // Re-applicable by the new holder (the head does not move): a retried hand-over succeeds again
+      // (unless it claims a fire: then the retry fails on its own claim, and the caller finds its token).
       condition = `(${holdingCondition(write.condition.from, values, ':from')} OR #token = :token)${claim}`;
     }
     return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
@@ -138,7 +139,8 @@ export class DynamoMutexStore implements MutexStorePort {
     const remove = ['#live'];
     const { holder } = write;
     let claim = '';
-    if (write.fireLost) {
+    // A writer that claims a fire replaces the record of the one passed: `fireLost` is moot then.
+    if (write.fireLost && holder?.fire === undefined) {
       set.push('#fireOutcome = :lost', '#fireEnd = :now');
       values[':lost'] = { S: 'lost' };
     }

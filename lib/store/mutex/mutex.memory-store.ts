@@ -148,7 +148,7 @@ export class MemoryMutexStore implements MutexStorePort {
       if (w.holder && !claimable(item, w.holder.fire)) return undefined;
       const now = Date.now();
       const passed: StoredItem = { ...item, head: w.target, fence: fenceOf(item) + 1, rvn: randomToken(), updatedAt: now, live: undefined };
-      if (w.fireLost) Object.assign(passed, { fireOutcome: 'lost', fireEnd: now });
+      if (w.fireLost && w.holder?.fire === undefined) Object.assign(passed, { fireOutcome: 'lost', fireEnd: now });
       if (!w.holder) return { ...passed, token: undefined, owner: undefined, data: undefined, leaseMs: undefined, acquiredAt: undefined };
       const { token, owner, leaseMs, data } = w.holder;
       return { ...passed, token, owner, leaseMs, data, acquiredAt: now, ttl: ttlOf(now, leaseMs), ...claimOf(w.holder.fire, owner, now) };
