@@ -482,6 +482,8 @@ describe('npm package: pack, install from the tarball, run', () => {
 
     it('depends on commander only; Nest, rxjs, reflect-metadata, OpenTelemetry and the AWS SDK are peers, all but the SDK optional', () => {
       const optionalPeers = [
+        // Only for lock.transact()/fencedWrite() with { form: 'document' }.
+        '@aws-sdk/util-dynamodb',
         '@nestjs/common',
         '@nestjs/core',
         '@nestjs/event-emitter',
