@@ -99,8 +99,9 @@ export class FencedWriter {
       const attributes = await inForm(outcome.attributes, form);
       return { ...(attributes && { attributes }), ...(outcome.consumedCapacity && { consumedCapacity: outcome.consumedCapacity }) };
     }
-    // A newer token on the item: a later holder wrote it, so this holder was taken over.
-    this.keeper.markLost(lease.lock, 'taken');
+    // A newer token on the item: a later holder wrote it. Not proof that this lock is lost (a holder
+    // of another key, or of the same key in another table, may have the higher token): the lock's
+    // own heartbeats say that; this write is refused either way.
     throw new LockFencedError(
       WRITE_FENCED(lock.key, outcome.tableName, lock.fencingToken, outcome.newerToken),
       lock.key,

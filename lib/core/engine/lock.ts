@@ -182,7 +182,10 @@ export class Lock implements AsyncDisposable {
    * @throws LockValidationError for more than 99 items or an item of another shape.
    */
   transact(items: readonly TransactWriteItem[], options?: TransactOptions & { form?: 'attribute-value' }): Promise<TransactResult>;
-  /** {@inheritDoc Lock.(transact:1)} Items with plain values (`@aws-sdk/lib-dynamodb`'s form), converted with `@aws-sdk/util-dynamodb`. */
+  /**
+   * The same as the attribute-value form (see above), for items with plain values
+   * (`@aws-sdk/lib-dynamodb`'s form), converted with `@aws-sdk/util-dynamodb`.
+   */
   transact(items: readonly DocumentTransactItem[], options: TransactOptions & { form: 'document' }): Promise<TransactResult>;
   transact(items: readonly AnyTransactItem[], options: TransactOptions = {}): Promise<TransactResult> {
     return this.#host.transact(this.#outer ?? this, items, options);
@@ -206,7 +209,10 @@ export class Lock implements AsyncDisposable {
    * @throws the server's `ConditionalCheckFailedException`, as it is, when the item's own condition failed.
    */
   fencedWrite(item: FencedWriteItem, options?: FencedWriteOptions & { form?: 'attribute-value' }): Promise<FencedWriteResult>;
-  /** {@inheritDoc Lock.(fencedWrite:1)} An item with plain values, converted with `@aws-sdk/util-dynamodb`. */
+  /**
+   * The same as the attribute-value form (see above), for an item with plain values, converted with
+   * `@aws-sdk/util-dynamodb`.
+   */
   fencedWrite(item: DocumentFencedWriteItem, options: FencedWriteOptions & { form: 'document' }): Promise<FencedWriteResult>;
   fencedWrite(item: AnyFencedWriteItem, options: FencedWriteOptions = {}): Promise<FencedWriteResult> {
     return this.#host.fencedWrite(this.#outer ?? this, item, options);

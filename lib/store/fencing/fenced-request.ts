@@ -83,7 +83,7 @@ export function fencedOperation(operation: FencedOperation, token: number, attri
 export function withFenceSet(expression: string): string {
   const assignment = `${FENCE_NAME} = ${FENCE_VALUE}`;
   // `SET` as a clause keyword: not part of a placeholder (`#set`, `:set`), a name or a path.
-  const clause = /(^|[^#:\w.])(SET)(\s+)/i.exec(expression);
+  const clause = /(^|[^#:\w.])(SET)(?=[\s#])(\s*)/i.exec(expression);
   if (!clause) return expression.trim() ? `SET ${assignment} ${expression.trim()}` : `SET ${assignment}`;
   const at = clause.index + clause[1].length + clause[2].length + clause[3].length;
   return `${expression.slice(0, at)}${assignment}, ${expression.slice(at)}`;

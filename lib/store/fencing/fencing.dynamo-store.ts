@@ -104,7 +104,9 @@ export class DynamoFencingStore implements FencingStorePort {
       return { ok: true, attributes: output.Attributes, consumedCapacity: output.ConsumedCapacity };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
-      const item = error.Item ?? (await this.readBack(operation));
+      // Without the old item (a missing item, or a server that ignores ALL_OLD) one read tells;
+      // if that read fails, the write's own error is the answer.
+      const item = error.Item ?? (await this.readBack(operation).catch(() => undefined));
       const newer = fenceOfItem(item, request.attribute);
       if (newer !== undefined && newer > request.token) return { ok: false, newerToken: newer, tableName: table };
       throw error;

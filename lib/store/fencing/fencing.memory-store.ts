@@ -73,9 +73,11 @@ export class MemoryFencingStore implements FencingStorePort {
     try {
       await this.options.onWrite?.({ kind: 'fencedWrite', key: request.lockKey, fencingToken: request.token, item });
     } catch (error) {
-      // The hook refused it: nothing was written.
-      if (newer === undefined) this.fences.delete(id);
-      else this.fences.set(id, newer);
+      // The hook refused it: nothing was written (unless a newer write landed meanwhile: keep it).
+      if (this.fences.get(id) === request.token) {
+        if (newer === undefined) this.fences.delete(id);
+        else this.fences.set(id, newer);
+      }
       throw error;
     }
     return { ok: true };
