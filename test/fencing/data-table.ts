@@ -5,6 +5,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   DescribeTableCommand,
+  type Put,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,4 +46,9 @@ let counter = 0;
 /** A fresh key for a test. */
 export function newKey(prefix: string): string {
   return `${prefix}-${Date.now().toString(36)}-${counter++}`;
+}
+
+/** A Put of `{ id, value }` to `table`, as a fenced write or a transaction item. */
+export function put(table: string, id: string, value: string): { Put: Put } {
+  return { Put: { TableName: table, Item: { id: { S: id }, value: { S: value } } } };
 }

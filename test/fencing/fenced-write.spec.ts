@@ -5,18 +5,14 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { AttributeValue, Put } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { FencedWriteItem } from '../../lib';
 import { LockFencedError, LockLostError, LockManager, LockValidationError, MemoryLockStore, type MemoryWrite } from '../../lib';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { countRequests } from '../support/request-counter';
 import { rejectionOf } from '../support/rejection';
 import { describeEachServer } from '../support/servers';
-import { createDataTable, newKey, putData, readData } from './data-table';
-
-const put = (table: string, id: string, value: string): { Put: Put } => ({
-  Put: { TableName: table, Item: { id: { S: id }, value: { S: value } } },
-});
+import { createDataTable, newKey, put, putData, readData } from './data-table';
 
 describeEachServer('lock.fencedWrite()', (server) => {
   const fixture = new LockFixture(server);

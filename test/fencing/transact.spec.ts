@@ -5,7 +5,6 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import {
   LockConfigurationError,
   LockLostError,
@@ -21,11 +20,7 @@ import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { countRequests } from '../support/request-counter';
 import { rejectionOf } from '../support/rejection';
 import { describeEachServer } from '../support/servers';
-import { createDataTable, newKey, putData, readData } from './data-table';
-
-const put = (table: string, id: string, value: string): TransactWriteItem => ({
-  Put: { TableName: table, Item: { id: { S: id }, value: { S: value } } },
-});
+import { createDataTable, newKey, put, putData, readData } from './data-table';
 
 describeEachServer('lock.transact()', (server) => {
   const fixture = new LockFixture(server);
