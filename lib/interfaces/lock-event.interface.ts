@@ -56,6 +56,14 @@ export type LockEvent =
    * on its own.
    */
   | (LockEventBase & { type: 'release-failed'; fencingToken: number; heldMs: number; outcome: 'not-held' | 'error'; error?: unknown })
+  /**
+   * What a caller that stopped waiting (gave up, its `wait` ran out, shutdown) had left behind was
+   * cleaned up: `left` — its place in another process's line was given up, so the next waiter is
+   * served at once; `released` — a lock that its write took while the answer was lost (the caller got
+   * an error) was released; `failed` — neither could be written before the lease ran out (the others
+   * pass it then, as they pass a crashed process).
+   */
+  | (LockEventBase & { type: 'cleanup'; outcome: 'left' | 'released' | 'failed' })
   | (LockEventBase & { type: 'retry'; operation: 'acquire' | 'heartbeat'; error: unknown; delayMs: number })
   /** This process was elected leader of `key` (a `lead()` or `@WhenLeader` campaign), with the term's lock. */
   | (LockEventBase & { type: 'elected'; fencingToken: number })

@@ -20,6 +20,7 @@ export const LOCK_EVENT_NAMES = {
   released: 'dynamo-lock.released',
   lost: 'dynamo-lock.lost',
   'release-failed': 'dynamo-lock.release-failed',
+  cleanup: 'dynamo-lock.cleanup',
   retry: 'dynamo-lock.retry',
   elected: 'dynamo-lock.elected',
   revoked: 'dynamo-lock.revoked',

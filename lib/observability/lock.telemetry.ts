@@ -109,6 +109,9 @@ export class LockTelemetry {
         m.holdDuration.record(event.heldMs / 1000, { 'dynamo_lock.outcome': 'release_failed' });
         m.releaseFailures.add(1, { 'dynamo_lock.release_outcome': event.outcome });
         break;
+      case 'cleanup':
+        m.cleanups.add(1, { 'dynamo_lock.cleanup_outcome': event.outcome });
+        break;
       case 'retry':
         m.retries.add(1, { 'dynamo_lock.operation': event.operation });
         break;
@@ -303,6 +306,9 @@ function createInstruments(meter: OtelMeter) {
     }),
     releaseFailures: meter.createCounter('dynamo_lock.release_failures', {
       description: 'Releases that did not release: the lock was no longer held (not-held) or the write failed (error).',
+    }),
+    cleanups: meter.createCounter('dynamo_lock.cleanups', {
+      description: 'What callers that stopped left behind, cleaned up: a place in line left, a lock released, or neither in time (failed).',
     }),
   };
 }

@@ -74,6 +74,8 @@ function networked(store: MemoryLockStore, oneWay: () => number, counts: Counts)
       }),
       skip: call(mutex.skip, () => counts.writes++),
       markAlive: call(mutex.markAlive, () => counts.writes++),
+      leave: call(mutex.leave, () => counts.writes++),
+      passLeft: call(mutex.passLeft, () => counts.writes++),
       heartbeat: call(mutex.heartbeat, () => counts.writes++),
       release: call(mutex.release, () => counts.writes++),
       read: call(mutex.read, (r, eventual?: boolean) => {

@@ -34,6 +34,8 @@ export interface LeaseKeeperDeps {
  */
 export class LeaseKeeper {
   private readonly leases = new Map<Lock, HeldLease>();
+  /** Leases that ran out on the local clock, until their handle is released or dropped. */
+  private readonly expired = new WeakMap<Lock, HeldLease>();
   private readonly scheduler = new HeartbeatScheduler<HeldLease>(
     (lease) => void this.heartbeat(lease),
     (lease) => this.lose(lease, 'expired'),
@@ -120,6 +122,16 @@ export class LeaseKeeper {
       return false;
     }
     return true;
+  }
+
+  /**
+   * The lease of a lock lost because it ran out on the local clock, once: its release may still
+   * free the item, which carries its token until another owner takes it.
+   */
+  takeExpired(lock: Lock): HeldLease | undefined {
+    const lease = this.expired.get(lock);
+    this.expired.delete(lock);
+    return lease;
   }
 
   /**
@@ -248,7 +260,10 @@ export class LeaseKeeper {
     this.scheduler.delete(lease);
     this.leases.delete(lease.lock);
     // Ran out locally: the item may still carry the token, which no caller holds now.
-    if (reason === 'expired') history.addOrphan(lease.storedKey, lease.token, lease.rvn);
+    if (reason === 'expired') {
+      history.addOrphan(lease.storedKey, lease.token, lease.rvn);
+      this.expired.set(lease.lock, lease);
+    }
     const key = lease.lock.key;
     const cause = reason === 'expired' ? lease.lastError : undefined;
     const message = lossMessage(key, reason, newHolder, () =>

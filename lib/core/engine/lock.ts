@@ -15,9 +15,24 @@ import type {
 } from '../../interfaces/fenced-write.interface';
 import { type Duration } from '../../utils/duration';
 
+/**
+ * How a `release()` ended: `released` — held until this call, and given up (to DynamoDB or to the
+ * next caller of this process); `expired` — its lease had run out before, and nobody had taken the
+ * lock, so this call freed it (work done after the lease ran out was not protected); `not-held` —
+ * another owner had taken it, it was gone, or released before; `reentrant` — a nested handle, whose
+ * outer holder releases.
+ */
+export type ReleaseOutcome = 'released' | 'expired' | 'not-held' | 'reentrant';
+
+/** Options of {@link Lock.release}. */
+export interface ReleaseOptions {
+  /** Resolve with the {@link ReleaseOutcome} instead of a boolean. */
+  outcome: true;
+}
+
 /** The part of the lock manager a {@link Lock} handle calls back into. */
 export interface LockHost {
-  release(lock: Lock): Promise<boolean>;
+  release(lock: Lock): Promise<ReleaseOutcome>;
   extend(lock: Lock, leaseDuration?: Duration): Promise<void>;
   /** Whether the lock is still held; aborts its signal first if its lease ran out. */
   checkHeld(lock: Lock): boolean;
@@ -138,12 +153,21 @@ export class Lock implements AsyncDisposable {
   }
 
   /**
-   * Releases the lock (one conditional write). Never affects another owner's lock.
-   * @returns `true` if this call released it; `false` if it was no longer held (expired,
-   * taken over, already released) or this is a re-entrant handle.
+   * Releases the lock (one conditional write). Never affects another owner's lock. A lock whose lease
+   * ran out unnoticed (no heartbeats, a pause) is still freed when nobody took it meanwhile.
+   * @returns `true` if it was held until this call and released; `false` otherwise (its lease had
+   * run out, another owner took it, it was released already, or this is a re-entrant handle).
    */
-  release(): Promise<boolean> {
-    return this.#outer ? Promise.resolve(false) : this.#host.release(this);
+  release(): Promise<boolean>;
+  /**
+   * Releases the lock, as {@link Lock.release} does, and says how it ended.
+   * @returns `released`, `expired` (its lease had run out, nobody had taken it: this call freed
+   * it), `not-held` or `reentrant` (see {@link ReleaseOutcome}).
+   */
+  release(options: ReleaseOptions): Promise<ReleaseOutcome>;
+  release(options?: ReleaseOptions): Promise<boolean | ReleaseOutcome> {
+    const outcome: Promise<ReleaseOutcome> = this.#outer ? Promise.resolve('reentrant') : this.#host.release(this);
+    return options?.outcome ? outcome : outcome.then((ended) => ended === 'released');
   }
 
   /**

@@ -2,7 +2,7 @@ import type { LockBusyError, LockUnavailableError } from '../../errors/lock.erro
 import type { AcquiredVia, LockEvent } from '../../interfaces/lock-event.interface';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import type { LockTrace } from '../../observability/lock.telemetry';
-import type { LockRecord } from '../../store/mutex/mutex.record';
+import type { LeftRun, LockRecord } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import type { KeyHistory } from '../engine/key-history';
 import type { HeldLease, Waiter } from '../engine/lock-state';
@@ -25,6 +25,8 @@ export interface AcquisitionHost {
   deadlineError(waiter: Waiter): LockBusyError | LockUnavailableError;
   /** The first caller of this process still waiting for `storedKey`, to take over a ticket. */
   nextWaiter(storedKey: string): Waiter | undefined;
+  /** Runs a clean-up in the background after the acquisition ended; shutdown waits for it (`closing` aborts it). */
+  later(task: () => Promise<void>): void;
 }
 
 export type Step =
@@ -34,5 +36,9 @@ export type Step =
   /** Pass the holder of `seen`, silent for its whole lease; `mine`: the target is this waiter's own ticket. */
   | ({ kind: 'skip' } & SkipTarget)
   | { kind: 'enqueue' }
+  /** Pass the tickets at the head of the line whose waiters left (nobody holds them). */
+  | { kind: 'pass-left'; run: LeftRun }
+  /** Leave the line: the caller gave up, and no later caller of this process took the ticket over. */
+  | { kind: 'leave' }
   | { kind: 'mark-alive' }
   | { kind: 'wait' };

@@ -14,6 +14,8 @@ export interface SkipTarget {
   target: number;
   mine: boolean;
   seen: LockRecord;
+  /** Tickets below the target that `seen` shows as left: they leave the item's set with the pass. */
+  leftPassed?: number[];
 }
 
 /**
@@ -22,8 +24,13 @@ export interface SkipTarget {
  */
 export function skipTarget(seen: LockRecord, ticket: number | undefined): SkipTarget {
   const candidate = Math.min(seen.live ?? Number.POSITIVE_INFINITY, ticket ?? Number.POSITIVE_INFINITY);
-  const target = Number.isFinite(candidate) ? candidate : (seen.head ?? 0) + 1;
-  return { target, mine: target === ticket, seen };
+  let target = Number.isFinite(candidate) ? candidate : (seen.head ?? 0) + 1;
+  // Tickets that left are passed with the head: a left ticket is never served (the set only grows
+  // while the version watched stays, so the pass, conditioned on it, cannot skip a waiter still in line).
+  const left = new Set(seen.left);
+  while (left.has(target) && target !== ticket && (seen.tail === undefined || target < seen.tail)) target++;
+  const leftPassed = seen.left?.filter((passed) => passed < target);
+  return { target, mine: target === ticket, seen, leftPassed: leftPassed?.length ? leftPassed : undefined };
 }
 
 /**

@@ -58,6 +58,7 @@ export class KeyQueues {
         const slot = this.slots.get(storedKey);
         return slot && this.nextWaiter(slot);
       },
+      later: (task) => this.track(task().catch(() => undefined)),
     };
   }
 
@@ -136,6 +137,11 @@ export class KeyQueues {
         this.pump(slot);
       },
     );
+    this.track(attempt);
+  }
+
+  /** Counts an acquisition or a clean-up as running until it settles: shutdown waits for it. */
+  private track(attempt: Promise<void>): void {
     this.attempts.add(attempt);
     void attempt.finally(() => this.attempts.delete(attempt));
   }
@@ -160,7 +166,8 @@ export class KeyQueues {
     for (const slot of this.slots.values()) {
       for (const waiter of slot.waiters) this.settle(waiter, error);
     }
-    await Promise.allSettled([...this.attempts]);
+    // Clean-ups started meanwhile (a place in line to leave) are waited for too.
+    while (this.attempts.size > 0) await Promise.allSettled([...this.attempts]);
   }
 
   private slotFor(storedKey: string): KeySlot {

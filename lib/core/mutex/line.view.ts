@@ -1,4 +1,4 @@
-import { isHeld, type LockRecord } from '../../store/mutex/mutex.record';
+import { hasLeft, isHeld, type LockRecord } from '../../store/mutex/mutex.record';
 import { CLAIM_LEASE_MS, claimLeaseOf } from '../../store/mutex/mutex-store.protocol';
 import { monotonicNow } from '../../utils/clock';
 import type { KeyHistory } from '../engine/key-history';
@@ -51,7 +51,15 @@ export class LineView {
     const { current } = this;
     if (!this.known || !current) return undefined;
     if (current.token === token) return 'token';
-    if (this.ticket !== undefined && current.token === undefined && current.head === this.ticket && isHeld(current)) return 'ticket';
+    // A ticket that left the line is never held (its leave landed, whatever answer was lost).
+    if (
+      this.ticket !== undefined &&
+      current.token === undefined &&
+      current.head === this.ticket &&
+      isHeld(current) &&
+      !hasLeft(current, this.ticket)
+    )
+      return 'ticket';
     return undefined;
   }
 
@@ -114,7 +122,8 @@ export class LineView {
    * waiter served, the line moved (a newer version's watch starts), or nothing new.
    */
   peeked(record: LockRecord | undefined, waiter: Waiter): void {
-    if (record && this.ticket !== undefined && record.head === this.ticket && record.token === undefined && isHeld(record)) {
+    const served = record?.head === this.ticket && record?.token === undefined && isHeld(record) && !hasLeft(record, this.ticket);
+    if (record && this.ticket !== undefined && served) {
       this.current = record;
       this.known = true;
       if (this.watch.observed) this.schedule.notePromotion(record);

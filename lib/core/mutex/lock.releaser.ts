@@ -6,7 +6,7 @@ import { monotonicNow } from '../../utils/clock';
 import type { KeyHistory } from '../engine/key-history';
 import type { KeyQueues } from './key.queues';
 import type { LeaseKeeper } from '../engine/lease.keeper';
-import type { Lock } from '../engine/lock';
+import type { Lock, ReleaseOutcome } from '../engine/lock';
 import type { LockEvents } from '../engine/lock.events';
 import type { ResolvedLockOptions } from '../engine/lock-options.resolver';
 import { type HeldLease, type KeySlot, type Waiter, writeOf } from '../engine/lock-state';
@@ -37,10 +37,10 @@ export class LockReleaser {
   constructor(private readonly deps: LockReleaserDeps) {}
 
   /**
-   * Releases a held lock.
-   * @returns `true` when released (or handed over); `false` when it was no longer held.
+   * Releases a held lock, or frees one whose lease ran out when nobody took it.
+   * @returns `released` (or handed over), `expired` (freed after its lease ran out), `not-held`.
    */
-  release(lock: Lock): Promise<boolean> {
+  release(lock: Lock): Promise<ReleaseOutcome> {
     return this.track(this.releaseNow(lock));
   }
 
@@ -56,11 +56,11 @@ export class LockReleaser {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
-  private async releaseNow(lock: Lock): Promise<boolean> {
+  private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
     const { keeper, queues, history, events, options } = this.deps;
     // Work still running under this lock (detached timers, listeners, nested handles) must stop.
     const lease = keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
-    if (!lease) return false;
+    if (!lease) return this.freeExpired(lock);
     const slot = queues.slot(lease.storedKey);
     if (slot?.holder === lease) slot.holder = undefined;
     const heldMs = monotonicNow() - lease.acquiredAt;
@@ -118,13 +118,42 @@ export class LockReleaser {
           options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
           failed('not-held');
         }
-        return done;
+        return done ? 'released' : 'not-held';
       })
       .finally(() => {
         // The slot in the map now: the one seen at the start may have been dropped meanwhile.
         const current = queues.slot(lease.storedKey);
         if (current) queues.pump(current);
       });
+  }
+
+  /**
+   * A lock whose lease ran out on the local clock before its release (no heartbeats, a pause): the
+   * item still carries its token unless another owner took it, and the same conditional release
+   * frees it then, so nobody waits a lease for a lock that no one holds. Its loss was reported when
+   * the lease ran out; a failed write leaves the item to be passed as before.
+   */
+  private async freeExpired(lock: Lock): Promise<ReleaseOutcome> {
+    const { keeper, store, history, events } = this.deps;
+    const lease = keeper.takeExpired(lock);
+    if (!lease) return 'not-held';
+    try {
+      const freed = await keeper.serial(lease, () =>
+        store.release(
+          lease.storedKey,
+          holdingOf(lease),
+          lease.leaseMs,
+          undefined,
+          lease.fire === undefined ? undefined : fireResult(lease),
+        ),
+      );
+      if (!freed) return 'not-held';
+    } catch {
+      return 'not-held';
+    }
+    history.dropOrphan(lease.storedKey, lease.token);
+    events.emitFor(lease, { type: 'cleanup', key: lock.key, owner: lock.owner, outcome: 'released' });
+    return 'expired';
   }
 
   /**

@@ -172,7 +172,7 @@ export class MutexPrimitive implements LockPrimitive {
     if (typeof leaseId !== 'string' || leaseId.length === 0) throw new LockValidationError(LEASE_ID_INVALID(leaseId));
     const storedKey = toStoredKey(key, this.context.options.keyPrefix);
     const own = this.heldLease(storedKey, leaseId);
-    if (own) return this.releaser.release(own.lock);
+    if (own) return (await this.releaser.release(own.lock)) === 'released';
     return this.store.release(storedKey, { token: leaseId }, this.context.options.leaseMs);
   }
 

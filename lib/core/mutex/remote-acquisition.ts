@@ -1,9 +1,10 @@
-import { isHeld } from '../../store/mutex/mutex.record';
+import { isHeld, type LeftRun, leftRun } from '../../store/mutex/mutex.record';
 import { claimLeaseOf, type WriteResult } from '../../store/mutex/mutex-store.protocol';
 import { monotonicNow, sleep } from '../../utils/clock';
 import type { AcquiredVia } from '../../interfaces/lock-event.interface';
 import { type HeldLease, type Waiter, writeOf } from '../engine/lock-state';
 import type { AcquisitionHost, Step } from './acquisition.host';
+import { cleanUpAcquisition } from './acquisition.cleanup';
 import { skipTarget } from './head.watch';
 import { LineView } from './line.view';
 import { RetryBackoff } from '../waiting/retry.backoff';
@@ -13,18 +14,17 @@ import { reportRetry, takeTransient } from '../waiting/transient.retry';
  * Takes a lock from DynamoDB for the head of this process's local queue for a key.
  *
  * - Free lock: one conditional write.
- * - Busy lock: the waiter takes a ticket (one write that moves the item's `tail` on), and the
- *   holder's release serves the next ticket in the same write that frees the lock (`head` moves
- *   on). The promoted waiter learns it from a read and holds without writing: one write to queue,
- *   one to release, whatever the number of waiters, and waiters are served in ticket order across
- *   processes. The item holds two counters, never a list, so no write or read grows with the queue.
- * - While queued, the waiter reads the item when the release its turn depends on is due, from
- *   its position and how long this key's holders keep it: a few reads per acquisition.
- * - A holder, or a promoted waiter, that stays silent for its lease on this host's monotonic
- *   clock is passed (no wall clocks compared): waiters that see it stall answer a roll call, and the
- *   write that passes it goes to the first live one, past any number of dead tickets at once.
+ * - Busy lock: the waiter takes a ticket (a write that moves the item's `tail` on); a release
+ *   serves the next ticket in the write that frees the lock (`head` moves on), and the promoted
+ *   waiter learns it from a read: one write to queue, one to release, in ticket order across
+ *   processes. The item holds counters and a small bounded set, never a list of waiters.
+ * - While queued, the waiter reads the item when its turn is due, from its position and how long
+ *   this key's holders keep it: a few reads per acquisition.
+ * - A holder, or a promoted waiter, silent for its lease on this host's monotonic clock is passed:
+ *   waiters answer a roll call, and the pass goes to the first live one, past every dead ticket.
  * - A caller that gives up leaves its ticket to the next caller of this process for the key, or
- *   keeps it quietly and releases the lock as soon as it is served, so the line never waits on it.
+ *   leaves the line (its ticket, marked left, is passed at once by whoever sees it served). Should
+ *   the leave not land, it keeps the ticket quietly and releases the lock as soon as it is served.
  */
 export class RemoteAcquisition {
   /** Queue up at once: the key was just seen busy (a free attempt would be a failed write). */
@@ -38,6 +38,8 @@ export class RemoteAcquisition {
   private uncertain = false;
   /** The caller gave up and nobody of this process took the ticket over: served, it releases at once. */
   private quiet = false;
+  /** A quiet acquisition leaves the line: `due` until a leave was answered (`done`), whatever it said. */
+  private leave: 'none' | 'due' | 'done' = 'none';
   private readonly backoff = new RetryBackoff();
 
   constructor(
@@ -60,7 +62,7 @@ export class RemoteAcquisition {
     try {
       return await this.loop();
     } catch (error) {
-      const promoted = await this.cleanUp();
+      const promoted = await cleanUpAcquisition(this.host, this.waiter, this.line, this.uncertain);
       if (promoted) return promoted;
       throw error;
     }
@@ -99,14 +101,11 @@ export class RemoteAcquisition {
         await (strong ? this.read() : this.peek());
         continue;
       }
-      if (step.kind === 'mark-alive') {
-        await this.markAlive();
-        continue;
-      }
-      if (step.kind === 'enqueue') {
-        await this.enqueue();
-        continue;
-      }
+      if (step.kind === 'mark-alive') await this.markAlive();
+      else if (step.kind === 'enqueue') await this.enqueue();
+      else if (step.kind === 'leave') await this.leaveLine();
+      else if (step.kind === 'pass-left') await this.passLeft(step.run);
+      if (step.kind !== 'free' && step.kind !== 'handover' && step.kind !== 'skip') continue;
       const held = await this.write(step);
       if (held) return held;
     }
@@ -126,12 +125,14 @@ export class RemoteAcquisition {
     if (next && next !== this.waiter) {
       this.waiter = next;
       this.quiet = false;
+      this.leave = 'none';
       this.grantedVia = undefined;
       this.line.schedule.restart();
       this.host.noteWaiting(next);
       return;
     }
     this.quiet = true;
+    if (this.leave === 'none') this.leave = 'due';
   }
 
   /** Sleeps; a caller giving up meanwhile ends it early (then {@link checkCaller} decides). */
@@ -205,6 +206,10 @@ export class RemoteAcquisition {
       waiter.fireClaimed = current.fire;
       throw this.host.busyError(waiter);
     }
+    // Tickets served whose waiters left: passed at once, by whoever sees them.
+    const run = leftRun(current);
+    if (run) return { kind: 'pass-left', run };
+    if (this.leave === 'due' && this.line.ticket !== undefined) return { kind: 'leave' };
     if (!isHeld(current)) return { kind: 'free' };
     const now = monotonicNow();
     // Seen unchanged for a whole lease, by this call or an earlier one of this process (a single
@@ -255,6 +260,31 @@ export class RemoteAcquisition {
     } else if (this.line.current?.head !== this.line.ticket) host.noteWaiting(waiter);
   }
 
+  /**
+   * Leaves the line for a caller that gave up; landed, the acquisition ends. Refused, the answer shows
+   * why: served (then released at once), passed, or the set of left tickets full (the ticket is kept
+   * quietly). No answer: sent again next turn (landing twice is harmless).
+   */
+  private async leaveLine(): Promise<void> {
+    const { waiter, host } = this;
+    const ticket = this.line.ticket!;
+    const result = await this.request(() => host.store.leave(waiter.storedKey, ticket), 'none');
+    if (!result) return;
+    this.leave = 'done';
+    if (result.ok) {
+      this.line.ticket = undefined;
+      host.emit({ type: 'cleanup', key: waiter.key, owner: waiter.owner, outcome: 'left' });
+      throw waiter.cancel.signal.reason;
+    }
+    if (!result.current) await this.read();
+  }
+
+  /** Passes the tickets served whose waiters left (a server that does not return the item blocking it needs a read). */
+  private async passLeft(run: LeftRun): Promise<void> {
+    const result = await this.request(() => this.host.store.passLeft(this.waiter.storedKey, run));
+    if (result && !result.ok && !result.current) await this.read();
+  }
+
   /** Answers the roll call of the stalled head, at the version watched, with this waiter's ticket. */
   private async markAlive(): Promise<void> {
     const { waiter, host } = this;
@@ -288,6 +318,7 @@ export class RemoteAcquisition {
             : undefined,
           // A silent holder running a scheduled fire: that run is lost (a claim of this writer's replaces it).
           fireLost: step.seen.fire?.outcome === 'running' && !(step.mine && waiter.fire !== undefined),
+          leftPassed: step.leftPassed,
         });
       }),
     );
@@ -361,40 +392,5 @@ export class RemoteAcquisition {
       'peek',
     );
     if (result && !result.ok) this.line.peeked(result.current, waiter);
-  }
-
-  /**
-   * After a failure, a shutdown or a caller that gave up without a ticket: if a write of unknown
-   * outcome or the ticket made this waiter the holder meanwhile, returns the lock (the manager
-   * passes it on), or gives it back at once when half its lease is gone. A ticket that is still
-   * waiting is left to be passed by the others (at shutdown only: a caller that gives up keeps it).
-   */
-  private async cleanUp(): Promise<HeldLease | undefined> {
-    if (this.line.ticket === undefined && !this.uncertain) return undefined;
-    const { store } = this.host;
-    const { waiter } = this;
-    // The token may hold the lock while no caller waits for it.
-    this.host.history.addOrphan(waiter.storedKey, waiter.token);
-    try {
-      const sentAt = monotonicNow();
-      const record = await store.read(waiter.storedKey);
-      this.line.current = record;
-      this.line.known = true;
-      const mine = this.line.heldByMe(this.waiter.token);
-      if (!mine) {
-        this.line.lastNotMineAt = sentAt;
-        return undefined;
-      }
-      const leaseMs =
-        mine === 'ticket' ? this.line.claimMs(this.waiter.leaseMs) : Math.min(record?.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
-      const from = this.line.validFrom(this.waiter.uncertainSince);
-      if (waiter.settled || from + leaseMs / 2 > monotonicNow()) return this.host.hold(waiter, record!, from, 'promotion', leaseMs);
-      // A scheduled fire claimed by a write whose caller is gone did not run: it ended `failed`.
-      const fire = waiter.fire === undefined ? undefined : 'failed';
-      await store.release(waiter.storedKey, { token: waiter.token, ticket: this.line.ticket }, waiter.leaseMs, undefined, fire);
-    } catch {
-      // Best effort: a ticket left behind is passed by the others after one claim lease.
-    }
-    return undefined;
   }
 }

@@ -19,7 +19,7 @@ import { monotonicNow } from '../../utils/clock';
 import { MAX_KEY_BYTES, toStoredKey } from '../../utils/lock-key.validation';
 import { KeyHistory } from '../engine/key-history';
 import { LeaseKeeper } from '../engine/lease.keeper';
-import { type Lock, rootLock } from '../engine/lock';
+import { type Lock, type ReleaseOutcome, rootLock } from '../engine/lock';
 import type { HeldLease, Waiter } from '../engine/lock-state';
 import { createWaiter } from '../engine/waiter.factory';
 import { settleWaiter } from '../engine/waiter.settle';
@@ -159,20 +159,20 @@ export class SemaphorePrimitive implements LockPrimitive {
 
   /**
    * Releases a slot (one conditional write).
-   * @returns `true` when released; `false` when it was no longer held.
+   * @returns `released`, or `not-held` when it was no longer held.
    */
-  release(lock: Lock): Promise<boolean> {
+  release(lock: Lock): Promise<ReleaseOutcome> {
     const write = this.releaseNow(lock);
     this.inFlight.add(write);
     void write.catch(() => undefined).finally(() => this.inFlight.delete(write));
     return write;
   }
 
-  private async releaseNow(lock: Lock): Promise<boolean> {
+  private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
     const { events, options } = this.context;
     const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     const { store } = this;
-    if (!lease || !store) return false;
+    if (!lease || !store) return 'not-held';
     const heldMs = monotonicNow() - lease.acquiredAt;
     // As for a mutex: a slot whose caller had given up is given back as soon as it is held, which
     // is not a hold of the key; its release writes none (the item keeps the last one written).
@@ -192,7 +192,7 @@ export class SemaphorePrimitive implements LockPrimitive {
         options.logger.warn?.(RELEASE_NOT_HELD(lock.key));
         events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'not-held' });
       }
-      return done;
+      return done ? 'released' : 'not-held';
     });
   }
 

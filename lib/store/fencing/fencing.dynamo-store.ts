@@ -22,7 +22,7 @@ import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import { pickNames } from '../dynamo/item-requests';
 import { sendWithinLimit, type TimedCommand, type TimedOutput } from '../dynamo/timed-request';
 import { isConditionFailure } from '../dynamo/transient-error';
-import { holdingCondition } from '../mutex/mutex.dynamo-store';
+import { holdingCondition } from '../mutex/mutex.expressions';
 import { ATTR, ATTRIBUTE_NAMES, toLockRecord } from '../mutex/mutex.record';
 import { fencedOperation, type FencedOperation, fenceOfItem, operationOf } from './fenced-request';
 import type { FencedWriteOutcome, FencedWriteRequest, FencingStorePort, TransactOutcome, TransactRequest } from './fencing-store.port';

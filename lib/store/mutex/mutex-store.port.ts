@@ -1,5 +1,5 @@
 import type { ReadConsistency } from '../store.protocol';
-import type { LockRecord } from './mutex.record';
+import type { LeftRun, LockRecord } from './mutex.record';
 import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
 
 /**
@@ -17,10 +17,15 @@ export interface MutexStorePort {
   skip(write: SkipWrite): Promise<WriteResult>;
   /** Answers the roll call of a stalled head with a live waiter's ticket. */
   markAlive(key: string, rvn: string, ticket: number): Promise<WriteResult>;
+  /** Leaves the line: records a ticket still waiting as left (see `ATTR.left`). */
+  leave(key: string, ticket: number): Promise<WriteResult>;
+  /** Passes the run of left tickets at the head of the line (nobody held them); the fencing counter stays. */
+  passLeft(key: string, run: LeftRun): Promise<WriteResult>;
   /** Renews a held lock (new record version; new lease unless `undefined`; the holder's data when given). */
   heartbeat(write: HeartbeatWrite): Promise<WriteResult>;
   /**
-   * Releases a held lock, serving the next ticket; `false` when `holding` did not hold it. `heldMs`
+   * Releases a held lock, serving the next ticket (and passing at once the tickets served next whose
+   * waiters left, in a second write); `false` when `holding` did not hold it. `heldMs`
    * is recorded for waiters; `fire` ends the scheduled fire the holder claimed (kept in the item).
    */
   release(key: string, holding: Holding, leaseMs: number, heldMs?: number, fire?: ReleaseFire): Promise<boolean>;

@@ -65,6 +65,8 @@ export interface SkipWrite {
    * when the writer claims a fire of its own (`holder.fire`): that claim replaces the record.
    */
   fireLost?: boolean;
+  /** Tickets below `target` that the writer saw as left: they leave the item's `left` set with the pass. */
+  leftPassed?: number[];
 }
 
 /** How a release ends the fire its holder claimed, if any. */

@@ -1,10 +1,11 @@
 import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { randomToken } from '../../utils/random-token';
-import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.record';
+import { ATTR, ATTRIBUTE_NAMES, LEFT_MAX, type LeftRun, type LockRecord, leftRun, toLockRecord } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import type { MutexStorePort } from './mutex-store.port';
 import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import { claimFire, HELD, heldValue, holdingCondition, lastHold, noHold } from './mutex.expressions';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
 
 /** One UpdateItem, before attribute names are picked and values completed. */
@@ -50,7 +51,7 @@ export class DynamoMutexStore implements MutexStorePort {
     // A release recorded before another holder took it no longer answers a retry of it as done.
     // A free lock has an empty line: the claim leases of its tickets start anew.
     const remove = ['#live', '#released'];
-    if (write.condition.kind === 'free') remove.push('#claims');
+    if (write.condition.kind === 'free') remove.push('#claims', '#left');
     if (write.data === undefined) remove.push('#data');
     else {
       set.push('#data = :data');
@@ -137,6 +138,12 @@ export class DynamoMutexStore implements MutexStorePort {
     };
     const set = ['#head = :target', '#fence = #fence + :one', '#rvn = :rvn', '#updatedAt = :now'];
     const remove = ['#live'];
+    // Tickets passed that had left: out of the set with them (it holds only tickets still in line).
+    const del: string[] = [];
+    if (write.leftPassed?.length) {
+      del.push('#left :leftPassed');
+      values[':leftPassed'] = { NS: write.leftPassed.map(String) };
+    }
     const { holder } = write;
     let claim = '';
     // A writer that claims a fire replaces the record of the one passed: `fireLost` is moot then.
@@ -164,6 +171,7 @@ export class DynamoMutexStore implements MutexStorePort {
         key: write.key,
         set,
         remove,
+        del,
         // A holder's ticket was taken (below `tail`); without one, `head` may reach `tail` (free).
         condition: `#rvn = :seenRvn AND ${live} AND #head < :target AND #tail ${holder ? '>' : '>='} :target${claim}`,
         values,
@@ -257,14 +265,82 @@ export class DynamoMutexStore implements MutexStorePort {
         remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live', ...noHold(heldMs)],
         condition,
         values,
+        returnNew: true,
       },
       leaseMs,
       now,
     );
-    if (result.ok) return true;
+    if (result.ok) {
+      await this.passLeftAfter(result.record);
+      return true;
+    }
     // A retry after a lost answer finds its own released token (no write: waiters watch the record version).
     const current = result.current ?? (await this.read(key));
     return current?.released === holding.token;
+  }
+
+  /**
+   * Leaves the line: records `ticket` in the item's `left` set, so that whoever sees `head` serve
+   * it passes it at once ({@link passLeft}). Only for a ticket still waiting (`head` below it) and
+   * while the set has room ({@link LEFT_MAX}). Keeps the record version. A failure's answer shows
+   * why: served already (`head` = ticket: the leaver holds by it and releases), passed, or full.
+   */
+  leave(key: string, ticket: number): Promise<WriteResult> {
+    return this.update(
+      {
+        key,
+        set: [],
+        add: ['#left :ticketSet'],
+        condition: '#head < :ticket AND #tail > :ticket AND (attribute_not_exists(#left) OR size(#left) < :max)',
+        values: { ':ticket': { N: String(ticket) }, ':ticketSet': { NS: [String(ticket)] }, ':max': { N: String(LEFT_MAX) } },
+      },
+      undefined,
+    );
+  }
+
+  /**
+   * Passes a run of left tickets at the head of the line: `head` moves to `run.target` (the lock is
+   * free when that is `tail`), with a new record version, and the passed tickets leave the set. The
+   * fencing counter stays: nobody held a left ticket. Fails when the head moved, a token holds the
+   * item, or a ticket passed is not in the set.
+   */
+  passLeft(key: string, run: LeftRun): Promise<WriteResult> {
+    const now = Date.now();
+    const values: Record<string, AttributeValue> = {
+      ':head': { N: String(run.head) },
+      ':target': { N: String(run.target) },
+      ':passed': { NS: run.passed.map(String) },
+      ':rvn': { S: randomToken() },
+      ':now': { N: String(now) },
+    };
+    const each = run.passed.map((ticket, index) => {
+      values[`:p${index}`] = { N: String(ticket) };
+      return `contains(#left, :p${index})`;
+    });
+    return this.update(
+      {
+        key,
+        set: ['#head = :target', '#rvn = :rvn', '#updatedAt = :now'],
+        remove: ['#live'],
+        del: ['#left :passed'],
+        condition: ['#head = :head', 'attribute_not_exists(#token)', '#tail >= :target', ...each].join(' AND '),
+        values,
+        returnNew: true,
+      },
+      undefined,
+      now,
+    );
+  }
+
+  /** After a write that moved `head`: passes the left tickets it now serves (best effort; any waiter that sees them does it too). */
+  private async passLeftAfter(record: LockRecord): Promise<void> {
+    const run = leftRun(record);
+    if (!run) return;
+    try {
+      await this.passLeft(record.key, run);
+    } catch {
+      // Passed by the next waiter that reads the item, at once.
+    }
   }
 
   /** One read of a lock item: strongly consistent unless `'eventual'` (timing reads). */
@@ -293,57 +369,4 @@ export class DynamoMutexStore implements MutexStorePort {
     if (result.ok) return { ok: true, record: toLockRecord(result.item ?? { [ATTR.key]: { S: update.key } }) };
     return { ok: false, current: result.item ? toLockRecord(result.item) : undefined };
   }
-}
-
-/** A held item: its holder wrote its token, or a ticket is served (a promoted waiter that has not written yet). */
-const HELD = 'attribute_exists(#token) OR #head < #tail';
-
-/**
- * The condition that `holding` still holds the item: its token is there, or no token is and `head`
- * serves its ticket. Adds `:token` (and the ticket) to `values`, under `prefix`.
- */
-export function holdingCondition(holding: Holding, values: Record<string, AttributeValue>, prefix = ':'): string {
-  const token = prefix === ':' ? ':token' : `${prefix}Token`;
-  values[token] = { S: holding.token };
-  if (holding.ticket === undefined) return `#token = ${token}`;
-  const ticket = prefix === ':' ? ':ticket' : `${prefix}Ticket`;
-  values[ticket] = { N: String(holding.ticket) };
-  return `(#token = ${token} OR (attribute_not_exists(#token) AND #head = ${ticket}))`;
-}
-
-/** `SET` clause recording the hold time, when known. */
-function lastHold(heldMs: number | undefined): string[] {
-  return heldMs === undefined ? [] : ['#lastHold = :held'];
-}
-
-/**
- * `REMOVE` of the last hold time by a release that knows none (a waiter that gave up, a lease
- * released by id): left in place, it would be read as this release's hold, and counted again.
- */
-function noHold(heldMs: number | undefined): string[] {
-  return heldMs === undefined ? ['#lastHold'] : [];
-}
-
-function heldValue(heldMs: number | undefined): Record<string, AttributeValue> {
-  return heldMs === undefined ? {} : { ':held': { N: String(Math.max(0, Math.round(heldMs))) } };
-}
-
-/**
- * Adds the claim of a scheduled fire (its scheduled time, epoch ms) to a write that takes the lock:
- * the fire and its start are recorded as running under `owner`, and the returned condition (to
- * append with AND) lets the write succeed only when no fire at or after it was claimed. No clock is
- * compared: every instance names a fire by the schedule's time.
- */
-function claimFire(
-  fire: number | undefined,
-  owner: string,
-  set: string[],
-  remove: string[],
-  values: Record<string, AttributeValue>,
-): string {
-  if (fire === undefined) return '';
-  set.push('#fire = :fire', '#fireOwner = :fireOwner', '#fireStart = :now', '#fireOutcome = :running');
-  remove.push('#fireEnd');
-  Object.assign(values, { ':fire': { N: String(fire) }, ':fireOwner': { S: owner }, ':running': { S: 'running' } });
-  return ' AND (attribute_not_exists(#fire) OR #fire < :fire)';
 }

@@ -1,5 +1,5 @@
 import { randomToken } from '../../utils/random-token';
-import { ATTR, isHeld, type LockRecord } from './mutex.record';
+import { ATTR, isHeld, LEFT_MAX, type LeftRun, type LockRecord, leftRun } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { MutexStorePort } from './mutex-store.port';
 import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
@@ -26,6 +26,8 @@ interface StoredItem {
   live?: number;
   /** The `claims` number set; DynamoDB has no empty sets, so never empty here either. */
   claims?: number[];
+  /** The `left` number set: never empty either. */
+  left?: number[];
   fire?: number;
   fireOwner?: string;
   fireStart?: number;
@@ -109,6 +111,7 @@ export class MemoryMutexStore implements MutexStorePort {
           tail: (item.tail ?? base) + 1,
           tailToken: w.token,
           claims: undefined,
+          left: undefined,
         };
       }
       if (!holds(item, w.condition.from) && item.token !== w.token) return undefined;
@@ -147,7 +150,15 @@ export class MemoryMutexStore implements MutexStorePort {
       if (w.holder ? item.tail <= w.target : item.tail < w.target) return undefined;
       if (w.holder && !claimable(item, w.holder.fire)) return undefined;
       const now = Date.now();
-      const passed: StoredItem = { ...item, head: w.target, fence: fenceOf(item) + 1, rvn: randomToken(), updatedAt: now, live: undefined };
+      const passed: StoredItem = {
+        ...item,
+        head: w.target,
+        fence: fenceOf(item) + 1,
+        rvn: randomToken(),
+        updatedAt: now,
+        live: undefined,
+        left: without(item.left, w.leftPassed),
+      };
       if (w.fireLost && w.holder?.fire === undefined) Object.assign(passed, { fireOutcome: 'lost', fireEnd: now });
       if (!w.holder) return { ...passed, token: undefined, owner: undefined, data: undefined, leaseMs: undefined, acquiredAt: undefined };
       const { token, owner, leaseMs, data } = w.holder;
@@ -164,6 +175,28 @@ export class MemoryMutexStore implements MutexStorePort {
     );
     // Like the DynamoDB store, which asks for no attributes back: a success carries only the key.
     return result.ok ? { ok: true, record: toRecord({ key }) } : result;
+  }
+
+  async leave(key: string, ticket: number): Promise<WriteResult> {
+    await tick();
+    const result = this.update(key, (item) => {
+      if (item.head === undefined || item.tail === undefined || !(item.head < ticket && item.tail > ticket)) return undefined;
+      if ((item.left?.length ?? 0) >= LEFT_MAX) return undefined;
+      return { ...item, left: [...new Set([...(item.left ?? []), ticket])] };
+    });
+    // Like the DynamoDB store, which asks for no attributes back: a success carries only the key.
+    return result.ok ? { ok: true, record: toRecord({ key }) } : result;
+  }
+
+  async passLeft(key: string, run: LeftRun): Promise<WriteResult> {
+    const r = structuredClone(run);
+    await tick();
+    return this.update(key, (item) => {
+      if (item.head !== r.head || item.token !== undefined || item.tail === undefined || item.tail < r.target) return undefined;
+      if (!r.passed.every((ticket) => item.left?.includes(ticket))) return undefined;
+      const now = Date.now();
+      return { ...item, head: r.target, rvn: randomToken(), updatedAt: now, live: undefined, left: without(item.left, r.passed) };
+    });
   }
 
   async heartbeat(write: HeartbeatWrite): Promise<WriteResult> {
@@ -215,8 +248,14 @@ export class MemoryMutexStore implements MutexStorePort {
         ...(fire === undefined ? {} : { fireOutcome: fire, fireEnd: now }),
       };
     });
+    if (result.ok) {
+      // As the DynamoDB store does: the left tickets now served are passed in a second write.
+      const run = leftRun(result.record);
+      if (run) await this.passLeft(key, run);
+      return true;
+    }
     // A retried release: already released by this token (nothing written again).
-    return result.ok || result.current?.released === h.token;
+    return result.current?.released === h.token;
   }
 
   /** Reads one record; with no replicas here, an eventually consistent read is as current as a strong one. */
@@ -261,7 +300,16 @@ function tick(): Promise<void> {
 /** The DynamoDB store's holding condition: the token is in the item, or none is and `head` serves the ticket. */
 function holds(item: StoredItem, holding: Holding): boolean {
   if (item.token === holding.token) return true;
-  return holding.ticket !== undefined && item.token === undefined && item.head === holding.ticket;
+  // A ticket whose waiter left the line is never held.
+  return (
+    holding.ticket !== undefined && item.token === undefined && item.head === holding.ticket && !(item.left ?? []).includes(holding.ticket)
+  );
+}
+
+/** A number set without `values`; DynamoDB drops a set left empty. */
+function without(set: number[] | undefined, values: number[] | undefined): number[] | undefined {
+  const rest = (set ?? []).filter((value) => !values?.includes(value));
+  return rest.length ? rest : undefined;
 }
 
 /** `#fence + :one` on a missing counter: DynamoDB rejects the request (no held item lacks one). */
@@ -296,6 +344,7 @@ function toRecord(item: StoredItem): LockRecord {
     tailToken: item.tailToken,
     live: item.live,
     claimMs: item.claims?.length ? Math.max(...item.claims) : undefined,
+    left: item.left?.length ? [...item.left].sort((a, b) => a - b) : undefined,
     fire:
       item.fire === undefined
         ? undefined

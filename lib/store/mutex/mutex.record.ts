@@ -53,6 +53,12 @@ export const ATTR = {
    */
   claims: 'claims',
   /**
+   * Number set of the tickets whose waiters left the line (gave up before being served). A ticket
+   * in it is never held: whoever sees `head` serve one passes it at once ({@link leftRun}), so the
+   * next waiter is not kept waiting for a claim lease. At most {@link LEFT_MAX} entries.
+   */
+  left: 'left',
+  /**
    * A scheduled job's last fire claimed: its scheduled time (epoch ms, the schedule's). A claim is
    * written by the write that takes the lock, only for a later fire, and stays after the release:
    * each fire runs once, whatever the instances' clocks.
@@ -98,6 +104,46 @@ export interface LockRecord {
   claimMs?: number;
   /** A scheduled job's last fire claimed (see `ATTR.fire`). */
   fire?: FireRecord;
+  /** Tickets whose waiters left the line, ascending (see `ATTR.left`). */
+  left?: number[];
+}
+
+/**
+ * Most tickets the item records as left at once: the set stays a few hundred bytes whoever gives
+ * up. A waiter that finds it full keeps its ticket and releases the lock as soon as it is served.
+ */
+export const LEFT_MAX = 32;
+
+/** A run of tickets whose waiters left, served now: `passed` are passed at once, `target` is served next. */
+export interface LeftRun {
+  /** The ticket `head` serves now (the first of `passed`). */
+  head: number;
+  /** The tickets passed: `head` and every left ticket right behind it. */
+  passed: number[];
+  /** The first ticket after them; the lock is free when it is `tail`. */
+  target: number;
+}
+
+/**
+ * The run of left tickets at the head of the line, when `head` serves a ticket whose waiter left
+ * and no token holds the item; `undefined` otherwise. Passing it is safe at once: a left ticket is
+ * never held (the holding condition by ticket excludes it).
+ */
+export function leftRun(record: LockRecord | undefined): LeftRun | undefined {
+  if (!record?.left?.length || record.token !== undefined) return undefined;
+  const { head, tail } = record;
+  if (head === undefined || tail === undefined || head >= tail) return undefined;
+  const left = new Set(record.left);
+  if (!left.has(head)) return undefined;
+  let target = head;
+  while (target < tail && left.has(target)) target++;
+  const passed = Array.from({ length: target - head }, (_, index) => head + index);
+  return { head, passed, target };
+}
+
+/** Whether `ticket` left the line, as the record shows. */
+export function hasLeft(record: LockRecord | undefined, ticket: number | undefined): boolean {
+  return ticket !== undefined && (record?.left?.includes(ticket) ?? false);
 }
 
 /** A scheduled job's last fire claimed, as the item keeps it (times in ms since the epoch). */
@@ -146,6 +192,7 @@ export function toLockRecord(item: Record<string, AttributeValue>): LockRecord {
     live: num(item[ATTR.live]),
     claimMs: largest(item[ATTR.claims]?.NS),
     fire: fireOf(item),
+    left: item[ATTR.left]?.NS?.map(Number).sort((a, b) => a - b),
   };
 }
 
