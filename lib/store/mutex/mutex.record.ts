@@ -169,7 +169,10 @@ export function isHeld(record: LockRecord | undefined): boolean {
 /** Tickets taken behind the one now served: waiters of other processes (some may have died). */
 export function ticketsWaiting(record: LockRecord | undefined): number {
   if (!record || record.head === undefined || record.tail === undefined) return 0;
-  return Math.max(0, record.tail - record.head - 1);
+  const { head } = record;
+  // Tickets whose waiters left wait for nobody.
+  const left = record.left?.filter((ticket) => ticket > head).length ?? 0;
+  return Math.max(0, record.tail - head - 1 - left);
 }
 
 /** Converts a DynamoDB item into a {@link LockRecord}. */
