@@ -21,19 +21,24 @@ describeEachServer('own orphaned or stale lock', (server) => {
   beforeAll(() => fixture.setup(), 30_000);
   afterAll(() => fixture.close());
 
-  it('a waiter that gave up keeps its place quietly: served, its process passes the lock on at once', async () => {
+  it("a waiter that gave up leaves the line: the holder's release serves the next waiter at once", async () => {
     const key = newKey('gave-up');
     const holder = fixture.manager({ ownerName: 'holder', leaseDuration: LEASE_MS });
     const mine = fixture.manager({ ownerName: 'mine', leaseDuration: LEASE_MS });
     const other = fixture.manager({ ownerName: 'other', leaseDuration: LEASE_MS });
+    const cleanups: string[] = [];
+    mine.subscribe((event) => {
+      if (event.type === 'cleanup') cleanups.push(event.outcome);
+    });
     const held = await holder.acquire(key);
     // A waiter takes a ticket, then gives up; a waiter of another process queues behind it.
     expect(await mine.acquire(key, { wait: 300 }).catch((error: unknown) => error)).toBeInstanceOf(LockBusyError);
     const next = other.acquire(key, { wait: 2 * LEASE_MS });
     await sleep(200);
+    expect(cleanups).toEqual(['left']);
     const released = performance.now();
     await held.release();
-    // The ticket nobody waits for is served, and passed on by its own process: not after a claim lease.
+    // The ticket nobody waits for is passed by the release itself: not after a claim lease.
     const lock = await next;
     const tookMs = performance.now() - released;
     expect(lock.isHeld).toBe(true);
@@ -42,17 +47,16 @@ describeEachServer('own orphaned or stale lock', (server) => {
     expect(tookMs).toBeLessThan(1_000);
   }, 20_000);
 
-  it('a later caller of the same process takes over the place in line of one that gave up', async () => {
+  it('a later caller of the same process, queued before the first one gave up, takes over its place in line', async () => {
     const key = newKey('adopted');
     const holder = fixture.manager({ ownerName: 'holder', leaseDuration: LEASE_MS });
     const mine = fixture.manager({ ownerName: 'mine', leaseDuration: LEASE_MS });
     const other = fixture.manager({ ownerName: 'other', leaseDuration: LEASE_MS });
     const held = await holder.acquire(key);
-    expect(await mine.acquire(key, { wait: 300 }).catch((error: unknown) => error)).toBeInstanceOf(LockBusyError);
-    const behind = other.acquire(key, { wait: 2 * LEASE_MS });
-    await sleep(100);
-    // Arrives after "other", but its process took a ticket before it.
+    const first = mine.acquire(key, { wait: 300 });
     const again = mine.acquire(key, { wait: 2 * LEASE_MS });
+    expect(await first.catch((error: unknown) => error)).toBeInstanceOf(LockBusyError);
+    const behind = other.acquire(key, { wait: 2 * LEASE_MS });
     await sleep(100);
     const order: string[] = [];
     void behind.then(() => order.push('other'));
@@ -64,6 +68,29 @@ describeEachServer('own orphaned or stale lock', (server) => {
     await lock.release();
     await (await behind).release();
     expect(order).toEqual(['mine', 'other']);
+  }, 20_000);
+
+  it('a caller arriving after a waiter of another process, once its own process left the line, queues behind that waiter', async () => {
+    const key = newKey('anew');
+    const holder = fixture.manager({ ownerName: 'holder', leaseDuration: LEASE_MS });
+    const mine = fixture.manager({ ownerName: 'mine', leaseDuration: LEASE_MS });
+    const other = fixture.manager({ ownerName: 'other', leaseDuration: LEASE_MS });
+    const held = await holder.acquire(key);
+    expect(await mine.acquire(key, { wait: 300 }).catch((error: unknown) => error)).toBeInstanceOf(LockBusyError);
+    const behind = other.acquire(key, { wait: 2 * LEASE_MS });
+    await sleep(100);
+    const again = mine.acquire(key, { wait: 2 * LEASE_MS });
+    await sleep(100);
+    const order: string[] = [];
+    void again.then(() => order.push('mine'));
+    await held.release();
+    const lock = await behind;
+    order.push('other');
+    await sleep(50);
+    expect(order).toEqual(['other']);
+    await lock.release();
+    await (await again).release();
+    expect(order).toEqual(['other', 'mine']);
   }, 20_000);
 
   it('after its release failed with a transient error, the same process takes its own stale lock back at once', async () => {
