@@ -118,6 +118,8 @@ export class LockReleaser {
           options.logger.warn?.(RELEASE_NOT_HELD(lease.lock.key));
           failed('not-held');
         }
+        // A lock whose caller was gone when it was granted (it gave up, its answer was lost): cleaned up.
+        if (done && lease.quiet) events.emit({ type: 'cleanup', key: lock.key, owner: lock.owner, outcome: 'released' });
         return done ? 'released' : 'not-held';
       })
       .finally(() => {
