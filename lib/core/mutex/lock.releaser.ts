@@ -58,6 +58,9 @@ export class LockReleaser {
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
     const { keeper, queues, history, events, options } = this.deps;
+    // A lease that ran out on the local clock (a blocked event loop, no heartbeats) is lost first,
+    // even when no timer noticed yet: the release then says so, and frees it if nobody took it.
+    keeper.checkHeld(lock);
     // Work still running under this lock (detached timers, listeners, nested handles) must stop.
     const lease = keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     if (!lease) return this.freeExpired(lock);

@@ -81,6 +81,8 @@ export class ReadScheduler {
   private readonly paceSpans: number[] = [];
   /** The ticket served, as the latest view (strongly consistent or not) showed it. */
   private lineHead: number | undefined;
+  /** Tickets whose waiters left the line, by the latest view: no turns to wait for. */
+  private left: readonly number[] = [];
   /** When a view last showed the line move (monotonic). */
   private lineMovedAt: number;
   private pollStreak = 0;
@@ -118,6 +120,7 @@ export class ReadScheduler {
   /** A strongly consistent view of the item, answered at `now`, with the waiter's ticket then. */
   noteView(record: LockRecord, now: number, ticket: number | undefined): void {
     const { head } = record;
+    this.left = record.left ?? [];
     if (head === undefined || this.lineHead === undefined || head > this.lineHead) this.lineMovedAt = now;
     else if (head === this.lineHead) this.noteStill(now);
     this.lineHead = head === undefined || this.lineHead === undefined ? head : Math.max(this.lineHead, head);
@@ -143,6 +146,7 @@ export class ReadScheduler {
       return false;
     }
     this.lineHead = head;
+    this.left = record.left ?? [];
     this.lineMovedAt = now;
     this.noteHold(record);
     this.measurePace(head, now, ticket);
@@ -158,9 +162,12 @@ export class ReadScheduler {
       this.history.recordPromotion(this.key, Math.min(Math.max(0, late), PROMOTION_DELAY_RTTS * this.rttMs));
   }
 
-  /** The waiter's place in line by the latest view: 1 is next; unknown counts as next. */
+  /** The waiter's place in line by the latest view: 1 is next; unknown counts as next. Tickets that left are no turns. */
   private position(ticket: number | undefined): number {
-    return ticket !== undefined && this.lineHead !== undefined ? ticket - this.lineHead : 1;
+    const head = this.lineHead;
+    if (ticket === undefined || head === undefined) return 1;
+    const gone = this.left.filter((left) => left > head && left < ticket).length;
+    return Math.max(1, ticket - head - gone);
   }
 
   /**
