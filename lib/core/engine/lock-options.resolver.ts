@@ -20,6 +20,8 @@ import { type Duration, MAX_DURATION_MS, parseDuration, parseLease } from '../..
 import { MAX_KEY_BYTES } from '../../utils/lock-key.validation';
 import { isTableName } from '../../store/dynamo/lock-table';
 import { ConsoleLockLogger } from './console.logger';
+import { resolveTableKeys } from './table-keys.options';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 
 /** Defaults of {@link DynamoLockOptions}, as documented. */
 export const DEFAULTS = {
@@ -45,6 +47,8 @@ const OPTION_NAMES = Object.keys({
   verifyTable: true,
   ownerName: true,
   keyPrefix: true,
+  partitionKey: true,
+  sortKey: true,
   store: true,
   onEvent: true,
   eventEmitter: true,
@@ -106,6 +110,8 @@ export interface ResolvedLockOptions {
   ttlDays: number;
   ownerName: string;
   keyPrefix: string;
+  /** The lock table's key attributes: `partitionKey` (default `key`), and `sortKey` when set. */
+  tableKeys: LockTableKeys;
   createTable: boolean;
   verifyTable: boolean;
   logger: LockLogger;
@@ -149,6 +155,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
       KEY_PREFIX_INVALID(keyPrefix, `leaves no room for keys (DynamoDB keys are at most ${MAX_KEY_BYTES} bytes)`),
     );
   }
+  const tableKeys = resolveTableKeys(options.partitionKey, options.sortKey);
   const createTable = booleanOption('createTable', options.createTable, false);
   const verifyTable = booleanOption('verifyTable', options.verifyTable, true);
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
@@ -176,6 +183,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     ttlDays,
     ownerName,
     keyPrefix,
+    tableKeys,
     createTable,
     verifyTable,
     logger: options.logger ?? new ConsoleLockLogger(),

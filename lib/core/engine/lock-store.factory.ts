@@ -29,6 +29,7 @@ export class LockStoreFactory {
       given ??
       new DynamoLockStores(this.client, {
         tableName: resolved.tableName,
+        keys: resolved.tableKeys,
         ttlDays: resolved.ttlDays,
         logger: resolved.logger,
         requestTimeoutMs: resolved.requestTimeoutMs,

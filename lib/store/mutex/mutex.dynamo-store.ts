@@ -1,11 +1,13 @@
 import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 import { randomToken } from '../../utils/random-token';
-import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.record';
+import { ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import type { MutexStorePort } from './mutex-store.port';
 import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
+import { DEFAULT_TABLE_KEYS, isSharedTable, itemKeyOf } from '../dynamo/table-schema';
 
 /** One UpdateItem, before attribute names are picked and values completed. */
 interface Update extends UpdateParts {
@@ -24,10 +26,14 @@ interface Update extends UpdateParts {
  * condition, and the caller recognises its own token in the item instead.
  */
 export class DynamoMutexStore implements MutexStorePort {
+  private readonly keys: LockTableKeys;
+
   constructor(
     private readonly client: DynamoDBClient,
     private readonly options: DynamoStoreOptions,
-  ) {}
+  ) {
+    this.keys = options.keys ?? DEFAULT_TABLE_KEYS;
+  }
 
   /**
    * Takes the lock in one conditional write: sets the owner token and a new record version. Free:
@@ -270,12 +276,16 @@ export class DynamoMutexStore implements MutexStorePort {
   /** One read of a lock item: strongly consistent unless `'eventual'` (timing reads). */
   async read(key: string, consistency: ReadConsistency = 'strong'): Promise<LockRecord | undefined> {
     const item = await readItem(this.client, this.options, key, consistency);
-    return item ? toLockRecord(item) : undefined;
+    return item ? toLockRecord(item, this.keys) : undefined;
   }
 
-  /** Every held lock whose stored key starts with `prefix` (a paginated Scan; for tools, not hot paths). */
+  /**
+   * Every held lock whose stored key starts with `prefix` (a paginated Scan; for tools, not hot
+   * paths). In a table shared with the app's items, only items with a lock's shape.
+   */
   async *scanHeld(prefix: string): AsyncGenerator<LockRecord> {
-    for await (const item of scanItems(this.client, this.options, HELD, ATTRIBUTE_NAMES, prefix)) yield toLockRecord(item);
+    const filter = isSharedTable(this.keys) ? `(${HELD}) AND ${LOCK_SHAPE}` : HELD;
+    for await (const item of scanItems(this.client, this.options, filter, ATTRIBUTE_NAMES, prefix)) yield toLockRecord(item, this.keys);
   }
 
   /**
@@ -290,13 +300,16 @@ export class DynamoMutexStore implements MutexStorePort {
       ttlLeaseMs,
       now,
     );
-    if (result.ok) return { ok: true, record: toLockRecord(result.item ?? { [ATTR.key]: { S: update.key } }) };
-    return { ok: false, current: result.item ? toLockRecord(result.item) : undefined };
+    if (result.ok) return { ok: true, record: toLockRecord(result.item ?? itemKeyOf(this.keys, update.key), this.keys) };
+    return { ok: false, current: result.item ? toLockRecord(result.item, this.keys) : undefined };
   }
 }
 
 /** A held item: its holder wrote its token, or a ticket is served (a promoted waiter that has not written yet). */
 const HELD = 'attribute_exists(#token) OR #head < #tail';
+
+/** What every mutex item has from its first write (a free acquire, or a ticket): told apart from the app's items in a shared table. */
+const LOCK_SHAPE = 'attribute_exists(#rvn) AND attribute_exists(#fence) AND attribute_exists(#tail)';
 
 /**
  * The condition that `holding` still holds the item: its token is there, or no token is and `head`
