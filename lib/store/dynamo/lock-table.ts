@@ -31,7 +31,7 @@ import {
 import { RETRY_MIN_MS, nextRetryMs } from '../../utils/backoff';
 import { monotonicNow, sleep, untilAborted } from '../../utils/clock';
 import { describeEndpoint, type EndpointInfo, isHttpUrl } from './dynamo-endpoint';
-import { DEFAULT_TABLE_KEYS, TABLE_ATTR } from './table-schema';
+import { DEFAULT_TABLE_KEYS, isSharedTable, TABLE_ATTR } from './table-schema';
 import type { TableHealth } from '../store.protocol';
 import { type ConnectionProblem, connectionProblem, isTransientError } from './transient-error';
 
@@ -158,6 +158,8 @@ export interface TableCreation {
   created: boolean;
   /** Why TTL could not be enabled (dynalite has no TTL API), when it could not. */
   ttlError?: unknown;
+  /** TTL was left as it was: the table existed and is shared with the app's items, whose TTL is theirs to choose. */
+  ttlLeftAlone?: boolean;
 }
 
 /** {@link createLockTable} without the log line: for callers (the CLI) that say it their own way. */
@@ -182,6 +184,9 @@ export async function createTableWithTtl(
     if (!(error instanceof ResourceInUseException)) throw error;
   }
   const table = await waitUntilActive(client, tableName);
+  // A table of the app's own (another layout than the library's) that existed already: its TTL is
+  // the app's choice (a table has one TTL attribute, which its items may use).
+  if (!created && isSharedTable(keys)) return { table, created, ttlLeftAlone: true };
   try {
     await client.send(
       new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TABLE_ATTR.ttl, Enabled: true } }),
@@ -263,15 +268,24 @@ function healthFailure(error: unknown, signal: AbortSignal): Pick<TableHealth, '
   return { failure: 'failed', error };
 }
 
+/** A table's TTL, as `DescribeTimeToLive` tells it. */
+export interface TtlState {
+  /** `ENABLED`, `ENABLING`, `DISABLED`, `DISABLING`. */
+  status: string;
+  /** The attribute TTL reads, when it has one. */
+  attribute?: string;
+}
+
 /**
- * The table's TTL status (`ENABLED`, `DISABLED`, ...), or `undefined` when the server has no
- * TTL API (dynalite has one that answers `DISABLED`, and cannot enable it). Other errors
- * (missing table, network) are thrown.
+ * The table's TTL status (`ENABLED`, `DISABLED`, ...) and attribute, or `undefined` when the
+ * server has no TTL API (dynalite has one that answers `DISABLED`, and cannot enable it). Other
+ * errors (missing table, network) are thrown.
  */
-export async function describeTtl(client: DynamoDBClient, tableName: string): Promise<string | undefined> {
+export async function describeTtl(client: DynamoDBClient, tableName: string): Promise<TtlState | undefined> {
   try {
     const output = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
-    return output.TimeToLiveDescription?.TimeToLiveStatus ?? 'DISABLED';
+    const description = output.TimeToLiveDescription;
+    return { status: description?.TimeToLiveStatus ?? 'DISABLED', attribute: description?.AttributeName };
   } catch (error) {
     if (error instanceof Error && /UnknownOperation|not supported|UnrecognizedClient/i.test(`${error.name} ${error.message}`))
       return undefined;
