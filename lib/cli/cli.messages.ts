@@ -140,7 +140,9 @@ export const CANNOT_RUN = (command: string, error: NodeJS.ErrnoException) =>
 
 /** The key attributes of a lock table, as the CLI names them after "partition key". */
 const keyWords = (keys: LockTableKeys) =>
-  keys.sortKey ? `partition key ${quote(keys.partitionKey)}, sort key ${quote(keys.sortKey.name)}` : `partition key ${quote(keys.partitionKey)}`;
+  keys.sortKey
+    ? `partition key ${quote(keys.partitionKey)}, sort key ${quote(keys.sortKey.name)}`
+    : `partition key ${quote(keys.partitionKey)}`;
 
 export const TABLE_CREATED = (table: string, keys: LockTableKeys) => `Created lock table ${quote(table)} (on-demand, ${keyWords(keys)}).`;
 
@@ -152,7 +154,10 @@ export const TABLE_OK = (table: string, keys: LockTableKeys) =>
     : `Lock table ${quote(table)} is ACTIVE with the right key schema (${keyWords(keys)}, String).`;
 
 export const TABLE_KEYS_MISMATCH = (table: string, actual: TableKeySchema, keys: LockTableKeys) => {
-  const fit = FITTING_KEYS_TEXT(actual, (option, name) => (option === 'sortKey' ? `--sort-key ${name}=LOCK` : `--partition-key ${name}`));
+  const lockValue = keys.sortKey?.value ?? 'LOCK';
+  const fit = FITTING_KEYS_TEXT(actual, (option, name) =>
+    option === 'sortKey' ? `--sort-key ${name}=${lockValue}` : `--partition-key ${name}`,
+  );
   return `lock table ${quote(table)} has key schema ${DESCRIBED_KEYS_TEXT(actual)}, but the locks are configured with ${CONFIGURED_KEYS_TEXT(keys)}: ${
     fit ? `to keep locks in this table, pass ${fit}; or ` : 'lock tables need String keys: '
   }name another table with --table.`;

@@ -30,6 +30,7 @@ async function tableCheck(session: Session): Promise<number> {
   await checkTableKeys(session, () => ensureLockTable(client, session.tableName, { create: false, keys: session.tableKeys }));
   const ttl = await describeTtl(client, session.tableName);
   const keys = session.tableKeys;
-  if (!session.quiet) session.io.err(`${TABLE_OK(session.tableName, keys)}\n${ttlLine(session.tableName, ATTR.ttl, ttl, isSharedTable(keys))}`);
+  if (!session.quiet)
+    session.io.err(`${TABLE_OK(session.tableName, keys)}\n${ttlLine(session.tableName, ATTR.ttl, ttl, isSharedTable(keys))}`);
   return ExitCode.ok;
 }

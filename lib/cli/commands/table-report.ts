@@ -19,7 +19,8 @@ export async function checkTableKeys(session: Session, check: () => Promise<void
       throw new CliError(TABLE_NOT_FOUND(session.tableName, session.tableKeys), ExitCode.infrastructure, { cause: error });
     }
     const actual = error.problem === 'wrong-schema' ? await readKeySchema(session.manager.client, session.tableName) : undefined;
-    if (actual) throw new CliError(TABLE_KEYS_MISMATCH(session.tableName, actual, session.tableKeys), ExitCode.infrastructure, { cause: error });
+    if (actual)
+      throw new CliError(TABLE_KEYS_MISMATCH(session.tableName, actual, session.tableKeys), ExitCode.infrastructure, { cause: error });
     throw error;
   }
 }

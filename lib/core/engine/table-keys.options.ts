@@ -26,7 +26,8 @@ const MAX_SORT_VALUE_BYTES = 1024;
 export function resolveTableKeys(partitionKey: unknown, sortKey: unknown): LockTableKeys {
   const partition = partitionKey === undefined ? TABLE_ATTR.key : keyName('partitionKey', partitionKey);
   if (sortKey === undefined) return { partitionKey: partition };
-  if (sortKey === null || typeof sortKey !== 'object' || Array.isArray(sortKey)) throw new LockConfigurationError(SORT_KEY_INVALID(sortKey));
+  if (sortKey === null || typeof sortKey !== 'object' || Array.isArray(sortKey))
+    throw new LockConfigurationError(SORT_KEY_INVALID(sortKey));
   const unknown = unknownOptionMessage(sortKey, ['name', 'value'], 'DynamoLockModule option "sortKey"');
   if (unknown) throw new LockConfigurationError(unknown);
   const { name, value } = sortKey as { name?: unknown; value?: unknown };

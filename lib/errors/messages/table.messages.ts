@@ -16,7 +16,7 @@ interface DescribedKeys {
 }
 
 /** Whether the keys are the library's own table's: partition key `key`, no sort key. */
-const isDefaultKeys = (keys: ConfiguredKeys | undefined) => !keys || (keys.partitionKey === 'key' && !keys.sortKey);
+const isDefaultKeys = (keys: ConfiguredKeys) => keys.partitionKey === 'key' && !keys.sortKey;
 
 /** The AWS CLI's key arguments of `create-table` for `keys`. */
 const createTableKeyArgs = (keys: ConfiguredKeys) => {
@@ -61,7 +61,7 @@ export const FITTING_KEYS_TEXT = (schema: DescribedKeys, option: (name: 'partiti
 };
 
 export const TABLE_MISSING = (tableName: string, keys?: ConfiguredKeys) =>
-  isDefaultKeys(keys) || !keys
+  !keys || isDefaultKeys(keys)
     ? `DynamoDB table "${tableName}" for locks does not exist. Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}\`, or with: aws dynamodb create-table --table-name ${tableName} --attribute-definitions AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH --billing-mode PAY_PER_REQUEST`
     : `DynamoDB table "${tableName}" for locks does not exist (configured with ${CONFIGURED_KEYS_TEXT(keys)}). Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}${CLI_KEY_OPTIONS(keys)}\`, or with: aws dynamodb create-table --table-name ${tableName} ${createTableKeyArgs(keys)} --billing-mode PAY_PER_REQUEST; or point tableName at the table that holds your items.`;
 
@@ -79,15 +79,26 @@ const EXPECTED_KEYS = (keys: ConfiguredKeys) =>
  * already: it creates missing tables only, and cannot fix this one.
  */
 export const TABLE_WRONG_SCHEMA = (tableName: string, actual: DescribedKeys, keys: ConfiguredKeys, createTable: boolean) => {
-  const fit = FITTING_KEYS_TEXT(actual, (name, value) => (name === 'sortKey' ? `sortKey: { name: '${value}', value: 'LOCK' }` : `${name}: '${value}'`));
-  return `DynamoDB table "${tableName}" has the wrong key schema for locks: ${DESCRIBED_KEYS_TEXT(actual)}. ${EXPECTED_KEYS(keys)}${
-    fit ? ` To keep locks in this table with your items, set ${fit}.` : ''
-  } ${
-    createTable
-      ? 'createTable only creates a missing table and never changes an existing one: point tableName at a name no table uses (it is then created), or at a table with that schema.'
-      : 'Point tableName at another table, or at a name no table uses and set `createTable: true` to have it created.'
-  }`;
+  const lockValue = keys.sortKey?.value ?? 'LOCK';
+  const fit = FITTING_KEYS_TEXT(actual, (name, value) =>
+    name === 'sortKey' ? `sortKey: { name: '${value}', value: '${lockValue}' }` : `${name}: '${value}'`,
+  );
+  const elsewhere = createTable
+    ? 'createTable only creates a missing table and never changes an existing one: point tableName at a name no table uses (it is then created), or at a table with that schema.'
+    : 'Point tableName at another table, or at a name no table uses and set `createTable: true` to have it created.';
+  const advice = fit
+    ? `To keep locks in this table with your items, set ${fit}. Otherwise: ${elsewhere.charAt(0).toLowerCase()}${elsewhere.slice(1)}`
+    : elsewhere;
+  return `DynamoDB table "${tableName}" has the wrong key schema for locks: ${DESCRIBED_KEYS_TEXT(actual)}. ${EXPECTED_KEYS(keys)} ${advice}`;
 };
+
+/** A lock's key is the key of one of the app's items, in a table shared with them: nothing was written to it. */
+export const FOREIGN_ITEM_AT_KEY = (tableName: string, storedKey: string, keys: ConfiguredKeys) =>
+  `DynamoDB table "${tableName}" has an item at ${keys.partitionKey} = "${storedKey}"${
+    keys.sortKey ? `, ${keys.sortKey.name} = "${keys.sortKey.value}"` : ''
+  } that is not a lock item: one of your items has the key this lock needs. The lock library never writes to it. Give lock keys a prefix none of your items has in "${keys.partitionKey}" (option keyPrefix, such as 'LOCK#')${
+    keys.sortKey ? `, or choose a sortKey value none of your items has in "${keys.sortKey.name}"` : ''
+  }.`;
 
 export const TABLE_NOT_ACTIVE = (tableName: string, status: string, waitedMs: number) =>
   `DynamoDB table "${tableName}" is still ${status} after ${waitedMs} ms.`;
@@ -140,7 +151,7 @@ export const REQUEST_TIMED_OUT = (operation: string, tableName: string, ms: numb
     : `DynamoDB ${operation} on table "${tableName}" did not succeed within ${ms} ms (option requestTimeout): the SDK was still retrying after ${errorText(lastAttempt)}; the request was aborted.`;
 
 export const TABLE_CREATED = (tableName: string, keys?: ConfiguredKeys) =>
-  isDefaultKeys(keys) || !keys
+  !keys || isDefaultKeys(keys)
     ? `Created DynamoDB lock table "${tableName}" (on-demand, TTL on attribute "ttl").`
     : `Created DynamoDB lock table "${tableName}" (on-demand, ${CONFIGURED_KEYS_TEXT(keys)}, TTL on attribute "ttl").`;
 

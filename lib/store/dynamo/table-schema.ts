@@ -49,3 +49,12 @@ export function keyAttributeNames(keys: LockTableKeys): Record<string, string> {
 export function isSharedTable(keys: LockTableKeys): boolean {
   return keys.partitionKey !== TABLE_ATTR.key || keys.sortKey !== undefined;
 }
+
+/**
+ * Whether `item`, found at a lock's key in a table shared with the app's items, is not a lock
+ * item: it lacks one of the attributes every item of the primitive has (`shape`). In the library's
+ * own table every item is a lock item.
+ */
+export function isForeignItem(item: Record<string, AttributeValue>, keys: LockTableKeys, shape: readonly string[]): boolean {
+  return isSharedTable(keys) && shape.some((name) => item[name] === undefined);
+}

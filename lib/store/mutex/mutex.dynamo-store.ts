@@ -1,13 +1,15 @@
 import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 import { randomToken } from '../../utils/random-token';
-import { ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.record';
+import { ATTR, ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import type { MutexStorePort } from './mutex-store.port';
 import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
-import { DEFAULT_TABLE_KEYS, isSharedTable, itemKeyOf } from '../dynamo/table-schema';
+import { DEFAULT_TABLE_KEYS, isForeignItem, isSharedTable, itemKeyOf } from '../dynamo/table-schema';
+import { LockConfigurationError } from '../../errors/lock.errors';
+import { FOREIGN_ITEM_AT_KEY } from '../../errors/lock.messages';
 
 /** One UpdateItem, before attribute names are picked and values completed. */
 interface Update extends UpdateParts {
@@ -76,7 +78,7 @@ export class DynamoMutexStore implements MutexStorePort {
         '#tailToken = :token',
       );
       // Not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
-      condition = `attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)${claim}`;
+      condition = `attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)${claim}${this.onlyLockItem()}`;
     } else {
       set.push('#fence = #fence + :one');
       // Re-applicable by the new holder (the head does not move): a retried hand-over succeeds again
@@ -109,8 +111,7 @@ export class DynamoMutexStore implements MutexStorePort {
           '#updatedAt = if_not_exists(#updatedAt, :now)',
         ],
         add: ['#claims :claim'],
-        condition:
-          '(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))',
+        condition: `(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))${this.onlyLockItem()}`,
         values: {
           ':token': { S: write.token },
           ':base': { N: String(now * 1000) },
@@ -276,7 +277,7 @@ export class DynamoMutexStore implements MutexStorePort {
   /** One read of a lock item: strongly consistent unless `'eventual'` (timing reads). */
   async read(key: string, consistency: ReadConsistency = 'strong'): Promise<LockRecord | undefined> {
     const item = await readItem(this.client, this.options, key, consistency);
-    return item ? toLockRecord(item, this.keys) : undefined;
+    return item ? this.recordOf(key, item) : undefined;
   }
 
   /**
@@ -301,7 +302,26 @@ export class DynamoMutexStore implements MutexStorePort {
       now,
     );
     if (result.ok) return { ok: true, record: toLockRecord(result.item ?? itemKeyOf(this.keys, update.key), this.keys) };
-    return { ok: false, current: result.item ? toLockRecord(result.item, this.keys) : undefined };
+    return { ok: false, current: result.item ? this.recordOf(update.key, result.item) : undefined };
+  }
+
+  /**
+   * The clause that keeps a write able to create an item off the app's items in a shared table:
+   * it writes a new item, or a lock item (`''` in the library's own table).
+   */
+  private onlyLockItem(): string {
+    return isSharedTable(this.keys) ? ` AND (attribute_not_exists(#key) OR (${LOCK_SHAPE}))` : '';
+  }
+
+  /**
+   * The record of an item read at `key`.
+   * @throws LockConfigurationError when it is one of the app's items (a shared table, and the same key).
+   */
+  private recordOf(key: string, item: Record<string, AttributeValue>): LockRecord {
+    if (isForeignItem(item, this.keys, LOCK_SHAPE_ATTRIBUTES)) {
+      throw new LockConfigurationError(FOREIGN_ITEM_AT_KEY(this.options.tableName, key, this.keys));
+    }
+    return toLockRecord(item, this.keys);
   }
 }
 
@@ -309,6 +329,7 @@ export class DynamoMutexStore implements MutexStorePort {
 const HELD = 'attribute_exists(#token) OR #head < #tail';
 
 /** What every mutex item has from its first write (a free acquire, or a ticket): told apart from the app's items in a shared table. */
+const LOCK_SHAPE_ATTRIBUTES = [ATTR.rvn, ATTR.fence, ATTR.tail] as const;
 const LOCK_SHAPE = 'attribute_exists(#rvn) AND attribute_exists(#fence) AND attribute_exists(#tail)';
 
 /**

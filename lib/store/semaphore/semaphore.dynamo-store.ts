@@ -2,10 +2,12 @@ import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamo
 import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 import { randomToken } from '../../utils/random-token';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
-import { SEM_ATTRIBUTE_NAMES, SEM_HOLDER, type SemaphoreRecord, toSemaphoreRecord } from './semaphore.record';
+import { SEM_ATTR, SEM_ATTRIBUTE_NAMES, SEM_HOLDER, type SemaphoreRecord, toSemaphoreRecord } from './semaphore.record';
 import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from './semaphore-store.port';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
-import { DEFAULT_TABLE_KEYS, isSharedTable, itemKeyOf } from '../dynamo/table-schema';
+import { DEFAULT_TABLE_KEYS, isForeignItem, isSharedTable, itemKeyOf } from '../dynamo/table-schema';
+import { LockConfigurationError } from '../../errors/lock.errors';
+import { FOREIGN_ITEM_AT_KEY } from '../../errors/lock.messages';
 
 /** One UpdateItem on a semaphore item, before attribute names are picked. */
 interface Update extends UpdateParts {
@@ -209,7 +211,7 @@ export class DynamoSemaphoreStore implements SemaphoreStorePort {
   /** Strongly consistent read of one semaphore item. */
   async read(key: string): Promise<SemaphoreRecord | undefined> {
     const item = await readItem(this.client, this.options, key);
-    return item ? toSemaphoreRecord(item, this.keys) : undefined;
+    return item ? this.recordOf(key, item) : undefined;
   }
 
   /**
@@ -234,9 +236,21 @@ export class DynamoSemaphoreStore implements SemaphoreStorePort {
       now,
     );
     if (result.ok) return { ok: true, record: toSemaphoreRecord(result.item ?? itemKeyOf(this.keys, update.key), this.keys) };
-    return { ok: false, current: result.item ? toSemaphoreRecord(result.item, this.keys) : undefined };
+    return { ok: false, current: result.item ? this.recordOf(update.key, result.item) : undefined };
+  }
+
+  /**
+   * The record of an item read at `key`.
+   * @throws LockConfigurationError when it is one of the app's items (a shared table, and the same key).
+   */
+  private recordOf(key: string, item: Record<string, AttributeValue>): SemaphoreRecord {
+    if (isForeignItem(item, this.keys, SEMAPHORE_SHAPE_ATTRIBUTES)) {
+      throw new LockConfigurationError(FOREIGN_ITEM_AT_KEY(this.options.tableName, key, this.keys));
+    }
+    return toSemaphoreRecord(item, this.keys);
   }
 }
 
 /** What every semaphore item has from its first grant: told apart from the app's items in a shared table. */
+const SEMAPHORE_SHAPE_ATTRIBUTES = [SEM_ATTR.limit, SEM_ATTR.holders, SEM_ATTR.fence] as const;
 const SEMAPHORE_SHAPE = 'attribute_exists(#limit) AND attribute_exists(#holders) AND attribute_exists(#fence)';
