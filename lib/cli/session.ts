@@ -1,5 +1,6 @@
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { LockManager } from '../core/lock.manager';
+import { tableKeysOf } from '../core/engine/table-keys.options';
 import { LockConfigurationError } from '../errors/lock.errors';
 import { isHttpUrl } from '../store/dynamo/dynamo-endpoint';
 import { isTableName } from '../store/dynamo/lock-table';
@@ -83,7 +84,7 @@ export class Session {
 
   /** Its key attributes, from `--partition-key` and `--sort-key`. */
   get tableKeys(): LockTableKeys {
-    return this.manager.options.tableKeys;
+    return tableKeysOf(this.manager.options);
   }
 
   /** Whether to draw a progress line: stderr is a terminal and `--quiet` is off. */

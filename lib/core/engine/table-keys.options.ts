@@ -6,7 +6,7 @@ import {
   TABLE_KEY_NAME_CLASH,
   TABLE_KEY_NAME_INVALID,
 } from '../../errors/lock.messages';
-import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
+import type { LockSortKey, LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 import { unknownOptionMessage } from '../../utils/closest-name';
 import { TABLE_ATTR } from '../../store/dynamo/table-schema';
 import { LOCK_ITEM_ATTRIBUTES } from '../../store/lock-item.attributes';
@@ -47,4 +47,9 @@ function keyName(option: 'partitionKey' | 'sortKey.name', value: unknown): strin
 /** A non-empty, well-formed string of at most `maxBytes` UTF-8 bytes. */
 function isStringOf(value: unknown, maxBytes: number): value is string {
   return typeof value === 'string' && value.length > 0 && value.isWellFormed() && Buffer.byteLength(value, 'utf8') <= maxBytes;
+}
+
+/** The key attributes of resolved options, as the stores and the table check take them. */
+export function tableKeysOf(options: { partitionKey: string; sortKey: LockSortKey | undefined }): LockTableKeys {
+  return options.sortKey ? { partitionKey: options.partitionKey, sortKey: options.sortKey } : { partitionKey: options.partitionKey };
 }
