@@ -155,8 +155,10 @@ export const TABLE_OK = (table: string, keys: LockTableKeys) =>
 
 export const TABLE_KEYS_MISMATCH = (table: string, actual: TableKeySchema, keys: LockTableKeys) => {
   const lockValue = keys.sortKey?.value ?? 'LOCK';
-  const fit = FITTING_KEYS_TEXT(actual, (option, name) =>
-    option === 'sortKey' ? `--sort-key ${name}=${lockValue}` : `--partition-key ${name}`,
+  const fit = FITTING_KEYS_TEXT(
+    actual,
+    (option, name) => (option === 'sortKey' ? `--sort-key ${name}=${lockValue}` : `--partition-key ${name}`),
+    'no --sort-key',
   );
   return `lock table ${quote(table)} has key schema ${DESCRIBED_KEYS_TEXT(actual)}, but the locks are configured with ${CONFIGURED_KEYS_TEXT(keys)}: ${
     fit ? `to keep locks in this table, pass ${fit}; or ` : 'lock tables need String keys: '

@@ -49,15 +49,18 @@ export const DESCRIBED_KEYS_TEXT = (schema: DescribedKeys) =>
 
 /**
  * The options that would fit the locks to a table's keys, when they are Strings, in the form
- * `option(name, value)` writes each: `partitionKey: 'pk' and sortKey: { name: 'sk', value: 'LOCK' }`.
+ * `option(name, value)` writes each, and `noSortKey` for a table without one:
+ * `partitionKey: 'pk' and sortKey: { name: 'sk', value: 'LOCK' }`.
  */
-export const FITTING_KEYS_TEXT = (schema: DescribedKeys, option: (name: 'partitionKey' | 'sortKey', value: string) => string) => {
+export const FITTING_KEYS_TEXT = (
+  schema: DescribedKeys,
+  option: (name: 'partitionKey' | 'sortKey', value: string) => string,
+  noSortKey: string,
+) => {
   const { partitionKey, sortKey } = schema;
   if (partitionKey?.type !== 'S' || (sortKey && sortKey.type !== 'S')) return undefined;
-  const sort = sortKey
-    ? ` and ${option('sortKey', sortKey.name)} (any value none of your items has in "${sortKey.name}")`
-    : ' and no sort key';
-  return `${option('partitionKey', partitionKey.name)}${sort}`;
+  const sort = sortKey ? `${option('sortKey', sortKey.name)} (any value none of your items has in "${sortKey.name}")` : noSortKey;
+  return `${option('partitionKey', partitionKey.name)} and ${sort}`;
 };
 
 export const TABLE_MISSING = (tableName: string, keys?: ConfiguredKeys) =>
@@ -80,8 +83,10 @@ const EXPECTED_KEYS = (keys: ConfiguredKeys) =>
  */
 export const TABLE_WRONG_SCHEMA = (tableName: string, actual: DescribedKeys, keys: ConfiguredKeys, createTable: boolean) => {
   const lockValue = keys.sortKey?.value ?? 'LOCK';
-  const fit = FITTING_KEYS_TEXT(actual, (name, value) =>
-    name === 'sortKey' ? `sortKey: { name: '${value}', value: '${lockValue}' }` : `${name}: '${value}'`,
+  const fit = FITTING_KEYS_TEXT(
+    actual,
+    (name, value) => (name === 'sortKey' ? `sortKey: { name: '${value}', value: '${lockValue}' }` : `${name}: '${value}'`),
+    'leave sortKey out',
   );
   const elsewhere = createTable
     ? 'createTable only creates a missing table and never changes an existing one: point tableName at a name no table uses (it is then created), or at a table with that schema.'
