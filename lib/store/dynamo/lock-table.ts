@@ -113,6 +113,8 @@ async function checkTable(client: DynamoDBClient, tableName: string, options: En
  * `keys`) and enables TTL on `ttl`, and says so in one line: created with TTL on, or created
  * without TTL and why (dynalite has no TTL). A concurrent creation by another instance counts as
  * success (and logs nothing).
+ * @param logger where the line goes (none: nothing is said).
+ * @param keys the table's key attributes, as the locks are configured (`partitionKey`, `sortKey`).
  */
 export async function createLockTable(
   client: DynamoDBClient,
