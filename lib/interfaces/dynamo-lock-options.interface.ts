@@ -44,7 +44,10 @@ export interface DynamoLockOptions {
   verifyTable?: boolean;
   /** Human-readable owner name stored with each lock. Default `<host name>:<pid>`. */
   ownerName?: string;
-  /** Prefix added to every key, to share one table between apps. Default `''`. */
+  /**
+   * Prefix added to every key, to share one table between apps, or to keep lock partitions apart
+   * from your items' in a table shared with them (`'LOCK#'`). Default `''`.
+   */
   keyPrefix?: string;
   /**
    * Name of the table's partition key attribute (String), for a table shared with the app's own
@@ -60,7 +63,8 @@ export interface DynamoLockOptions {
   sortKey?: LockSortKey;
   /**
    * Where lock items live, instead of DynamoDB: a `MemoryLockStore`, for tests (see
-   * `DynamoLockModule.forTesting()`). When set, `client`, `clientConfig` and the table options are not used.
+   * `DynamoLockModule.forTesting()`). When set, `client`, `clientConfig` and the table options
+   * (`tableName`, `partitionKey`, `sortKey`, `createTable`, `verifyTable`) are not used; they are still checked.
    */
   store?: LockItemStore;
   /**
