@@ -2,8 +2,10 @@
  * Every message the CLI shows a user, in one place: errors, notes, progress and help texts.
  * Command descriptions and examples stay next to each command's definition.
  */
-import { shownErrorName } from '../errors/lock.messages';
+import { CLI_KEY_OPTIONS, CONFIGURED_KEYS_TEXT, DESCRIBED_KEYS_TEXT, FITTING_KEYS_TEXT, shownErrorName } from '../errors/lock.messages';
 import type { LockInfo } from '../interfaces/lock-info.interface';
+import type { LockTableKeys } from '../interfaces/lock-table-keys.interface';
+import type { TableKeySchema } from '../store/dynamo/lock-table';
 import { ExitCode } from './exit-codes';
 import { formatDuration, relativeTime } from './output/format-time';
 
@@ -49,7 +51,10 @@ export const INVALID_ENDPOINT = (endpoint: string) =>
   `--endpoint (or DYNAMODB_ENDPOINT): ${quote(endpoint)} is not an http:// or https:// URL; use for example http://localhost:8000.`;
 
 export const INVALID_SETTING = (detail: string) =>
-  `invalid setting: ${detail} (check --table, --owner, --key-prefix and DYNAMO_LOCK_TABLE, DYNAMO_LOCK_OWNER, DYNAMO_LOCK_KEY_PREFIX).`;
+  `invalid setting: ${detail} (check --table, --owner, --key-prefix, --partition-key, --sort-key and DYNAMO_LOCK_TABLE, DYNAMO_LOCK_OWNER, DYNAMO_LOCK_KEY_PREFIX, DYNAMO_LOCK_PARTITION_KEY, DYNAMO_LOCK_SORT_KEY).`;
+
+export const INVALID_SORT_KEY = (value: string) =>
+  `--sort-key (or DYNAMO_LOCK_SORT_KEY): ${quote(value)} is not NAME=VALUE: give the table's sort key attribute and the value lock items have in it, e.g. --sort-key SK=LOCK (the value is everything after the first "=").`;
 
 export const INVALID_LIMIT = (value: string, max: number) =>
   `--limit: ${quote(value)} is not a whole number from 1 to ${max} (the most commands holding the lock at once, across hosts).`;
@@ -133,11 +138,38 @@ export const CANNOT_RUN = (command: string, error: NodeJS.ErrnoException) =>
 
 // ---- Table commands ----
 
-export const TABLE_CREATED = (table: string) => `Created lock table ${quote(table)} (on-demand, partition key "key").`;
+/** The key attributes of a lock table, as the CLI names them after "partition key". */
+const keyWords = (keys: LockTableKeys) =>
+  keys.sortKey
+    ? `partition key ${quote(keys.partitionKey)}, sort key ${quote(keys.sortKey.name)}`
+    : `partition key ${quote(keys.partitionKey)}`;
+
+export const TABLE_CREATED = (table: string, keys: LockTableKeys) => `Created lock table ${quote(table)} (on-demand, ${keyWords(keys)}).`;
 
 export const TABLE_EXISTED = (table: string) => `Lock table ${quote(table)} already exists with the right key schema.`;
 
-export const TABLE_OK = (table: string) => `Lock table ${quote(table)} is ACTIVE with the right key schema (partition key "key", String).`;
+export const TABLE_OK = (table: string, keys: LockTableKeys) =>
+  keys.sortKey
+    ? `Lock table ${quote(table)} is ACTIVE with the right key schema (${keyWords(keys)}, both String); lock items are those with ${quote(keys.sortKey.name)} = ${quote(keys.sortKey.value)}.`
+    : `Lock table ${quote(table)} is ACTIVE with the right key schema (${keyWords(keys)}, String).`;
+
+export const TABLE_KEYS_MISMATCH = (table: string, actual: TableKeySchema, keys: LockTableKeys) => {
+  const lockValue = keys.sortKey?.value ?? 'LOCK';
+  const fit = FITTING_KEYS_TEXT(
+    actual,
+    (option, name) => (option === 'sortKey' ? `--sort-key ${name}=${lockValue}` : `--partition-key ${name}`),
+    'no --sort-key',
+  );
+  return `lock table ${quote(table)} has key schema ${DESCRIBED_KEYS_TEXT(actual)}, but the locks are configured with ${CONFIGURED_KEYS_TEXT(keys)}: ${
+    fit ? `to keep locks in this table, pass ${fit}; or ` : 'lock tables need String keys: '
+  }name another table with --table.`;
+};
+
+export const TTL_OTHER_ATTRIBUTE = (table: string, attribute: string, lockAttribute: string) =>
+  `TTL: enabled on attribute ${quote(attribute)} of ${quote(table)}, not on ${quote(lockAttribute)}: TTL never deletes lock items here. Each is a few hundred bytes; see "Locks in your own table" in docs/infrastructure.md for cleaning them up.`;
+
+export const TTL_OFF_SHARED = (table: string, lockAttribute: string) =>
+  `TTL: disabled on ${quote(table)}, a table shared with your items, so left as it is (a table has one TTL attribute, and your items may need it). Without TTL, lock items stay after release, a few hundred bytes each: enable TTL on ${quote(lockAttribute)} yourself, or see "Locks in your own table" in docs/infrastructure.md.`;
 
 export const TTL_NOT_ENABLED = (table: string, error: unknown) =>
   `TTL: could not be enabled on ${quote(table)} (${errorText(error)}); released lock items are not cleaned up automatically on this server.`;
@@ -157,8 +189,8 @@ export const NO_LOCKS = (prefix: string) => (prefix ? `No locks held with keys s
 
 // ---- AWS and infrastructure (exit 4) ----
 
-export const TABLE_NOT_FOUND = (table: string) =>
-  `DynamoDB table ${quote(table)} does not exist: name the table you use with --table (or DYNAMO_LOCK_TABLE), or create this one with \`${PROGRAM} table-create --table ${table}\`.`;
+export const TABLE_NOT_FOUND = (table: string, keys?: LockTableKeys) =>
+  `DynamoDB table ${quote(table)} does not exist: name the table you use with --table (or DYNAMO_LOCK_TABLE), or create this one with \`${PROGRAM} table-create --table ${table}${CLI_KEY_OPTIONS(keys)}\`.`;
 
 export const ENDPOINT_UNREACHABLE = (endpoint: string | undefined, detail: string) =>
   `cannot reach DynamoDB${endpoint ? ` at ${endpoint}` : ''}: ${detail}.`;

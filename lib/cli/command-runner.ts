@@ -21,7 +21,7 @@ export class CommandRunner {
 
   /** Table and endpoint of the running command, for error messages. */
   get errorContext(): ErrorContext {
-    return { tableName: this.session?.tableName, endpoint: this.session?.endpoint };
+    return { tableName: this.session?.tableName, endpoint: this.session?.endpoint, tableKeys: this.session?.tableKeys };
   }
 
   /** Runs `handler` for `command` (the commander command whose action is running). */

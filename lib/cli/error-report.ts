@@ -8,6 +8,7 @@ import {
   LockValidationError,
   LockUnavailableError,
 } from '../errors/lock.errors';
+import type { LockTableKeys } from '../interfaces/lock-table-keys.interface';
 import { connectionProblem } from '../store/dynamo/transient-error';
 import {
   AWS_ERROR,
@@ -28,6 +29,8 @@ import type { CliIo } from './io';
 export interface ErrorContext {
   tableName?: string;
   endpoint?: string;
+  /** The table's key attributes, when not the default ones: table-create needs them too. */
+  tableKeys?: LockTableKeys;
 }
 
 /** How an error ends the CLI: its exit code and the line to print (none if already printed). */
@@ -55,7 +58,7 @@ export function classifyError(error: unknown, context: ErrorContext = {}): Error
   if (error instanceof LockUnavailableError) return { exitCode: ExitCode.infrastructure, message: error.message };
   // A missing table: the CLI's own advice (--table, table-create), not the module's options.
   if (error instanceof LockTableError && error.problem === 'missing') {
-    return { exitCode: ExitCode.infrastructure, message: TABLE_NOT_FOUND(error.tableName) };
+    return { exitCode: ExitCode.infrastructure, message: TABLE_NOT_FOUND(error.tableName, context.tableKeys) };
   }
   // The table check words SDK failures for the library's options; the CLI says them its own way
   // (--endpoint, --region, --profile), as for every other command.
@@ -83,7 +86,7 @@ function describeInfrastructureError(error: unknown, context: ErrorContext): str
   const shape = error as ErrorShape;
   const name = typeof shape.name === 'string' ? shape.name : 'Error';
   const message = typeof shape.message === 'string' ? shape.message : '';
-  if (name === 'ResourceNotFoundException' && context.tableName) return TABLE_NOT_FOUND(context.tableName);
+  if (name === 'ResourceNotFoundException' && context.tableName) return TABLE_NOT_FOUND(context.tableName, context.tableKeys);
   const problem = connectionProblem(error);
   if (problem?.kind === 'no-credentials') return NO_CREDENTIALS(message);
   if (problem?.kind === 'no-region') return NO_REGION();

@@ -1,9 +1,11 @@
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { LockManager } from '../core/lock.manager';
+import { tableKeysOf } from '../core/engine/table-keys.options';
 import { LockConfigurationError } from '../errors/lock.errors';
 import { isHttpUrl } from '../store/dynamo/dynamo-endpoint';
 import { isTableName } from '../store/dynamo/lock-table';
-import { INVALID_ENDPOINT, INVALID_SETTING, INVALID_TABLE_NAME } from './cli.messages';
+import type { LockSortKey, LockTableKeys } from '../interfaces/lock-table-keys.interface';
+import { INVALID_ENDPOINT, INVALID_SETTING, INVALID_SORT_KEY, INVALID_TABLE_NAME } from './cli.messages';
 import { UsageError } from './cli.errors';
 import { CliLogger } from './cli.logger';
 import type { GlobalOptions } from './global-options';
@@ -63,6 +65,8 @@ export class Session {
         tableName: options.table,
         ownerName: options.owner ?? defaultOwnerName(sessionOptions.ownerWithPid === true),
         keyPrefix: options.keyPrefix,
+        partitionKey: options.partitionKey,
+        sortKey: parseSortKey(options.sortKey),
         clientConfig,
         verifyTable: false,
         logger: this.logger,
@@ -76,6 +80,11 @@ export class Session {
   /** The lock table in use. */
   get tableName(): string {
     return this.manager.options.tableName;
+  }
+
+  /** Its key attributes, from `--partition-key` and `--sort-key`. */
+  get tableKeys(): LockTableKeys {
+    return tableKeysOf(this.manager.options);
   }
 
   /** Whether to draw a progress line: stderr is a terminal and `--quiet` is off. */
@@ -104,4 +113,16 @@ export class Session {
     this.closed = true;
     await this.manager.close();
   }
+}
+
+/**
+ * `--sort-key NAME=VALUE`: the sort key attribute and lock items' value in it (everything after
+ * the first `=`; the library checks both further).
+ * @throws UsageError when there is no `=`, or nothing before or after it.
+ */
+export function parseSortKey(text: string | undefined): LockSortKey | undefined {
+  if (text === undefined) return undefined;
+  const at = text.indexOf('=');
+  if (at <= 0 || at === text.length - 1) throw new UsageError(INVALID_SORT_KEY(text));
+  return { name: text.slice(0, at), value: text.slice(at + 1) };
 }

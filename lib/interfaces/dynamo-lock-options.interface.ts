@@ -2,6 +2,7 @@ import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynam
 import type { LockLogger } from './lock-logger.interface';
 import type { LockItemStore } from './lock-item-store.interface';
 import type { LockEventListener } from './lock-event.interface';
+import type { LockSortKey } from './lock-table-keys.interface';
 import type { Duration } from '../utils/duration';
 
 /** Options of `DynamoLockModule.forRoot()` and of a standalone `LockManager`. */
@@ -43,11 +44,27 @@ export interface DynamoLockOptions {
   verifyTable?: boolean;
   /** Human-readable owner name stored with each lock. Default `<host name>:<pid>`. */
   ownerName?: string;
-  /** Prefix added to every key, to share one table between apps. Default `''`. */
+  /**
+   * Prefix added to every key, to share one table between apps, or to keep lock partitions apart
+   * from your items' in a table shared with them (`'LOCK#'`). Default `''`.
+   */
   keyPrefix?: string;
   /**
+   * Name of the table's partition key attribute (String), for a table shared with the app's own
+   * items (`'PK'`, `'pk'`): it holds `keyPrefix` + the lock's key. Default `'key'`, the library's
+   * own table. The start-up check fails when the table's key schema differs.
+   */
+  partitionKey?: string;
+  /**
+   * The table's sort key and the fixed value every lock item has in it, for a table with one:
+   * `{ name: 'SK', value: 'LOCK' }`. Lock items are then `{ PK: keyPrefix + key, SK: 'LOCK' }`, and
+   * `list()` reads only items with that value. Default: no sort key.
+   */
+  sortKey?: LockSortKey;
+  /**
    * Where lock items live, instead of DynamoDB: a `MemoryLockStore`, for tests (see
-   * `DynamoLockModule.forTesting()`). When set, `client`, `clientConfig` and the table options are not used.
+   * `DynamoLockModule.forTesting()`). When set, `client`, `clientConfig` and the table options
+   * (`tableName`, `partitionKey`, `sortKey`, `createTable`, `verifyTable`) are not used; they are still checked.
    */
   store?: LockItemStore;
   /**

@@ -20,6 +20,7 @@ export { Leadership } from '../core/leadership/leadership';
 export type { LeadOptions } from '../core/leadership/lead-options';
 export { DEFAULTS, type ResolvedLockOptions } from '../core/engine/lock-options.resolver';
 export type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
+export type { LockSortKey, LockTableKeys } from '../interfaces/lock-table-keys.interface';
 export type { LockLogger } from '../interfaces/lock-logger.interface';
 export type { AcquireOptions } from '../interfaces/acquire-options.interface';
 export type { LockInfo } from '../interfaces/lock-info.interface';

@@ -28,9 +28,9 @@ export class DynamoLockStores implements LockStores {
     return this.options.tableName;
   }
 
-  /** Checks that the table exists with the right key schema, creating it when `create` is set. */
+  /** Checks that the table exists with the configured key schema, creating it when `create` is set. */
   prepare(create: boolean): Promise<void> {
-    return ensureLockTable(this.client, this.options.tableName, { create, logger: this.options.logger });
+    return ensureLockTable(this.client, this.options.tableName, { create, logger: this.options.logger, keys: this.options.keys });
   }
 
   /** The table's status, from one `DescribeTable` that stops waiting when `signal` aborts. */

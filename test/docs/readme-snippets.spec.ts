@@ -1,5 +1,5 @@
 /**
- * Every TypeScript snippet of README.md and docs/fencing.md compiles when pasted into an app (see
+ * Every TypeScript snippet of README.md, docs/fencing.md and docs/infrastructure.md compiles when pasted into an app (see
  * `support/readme-snippets.ts` for how they are compiled), and the test example equals the spec
  * that runs next to it (`app/invoices.service.spec.ts`). Also what the README's testing section
  * says about services made with `new`.
@@ -49,6 +49,18 @@ describe('docs/fencing.md snippets', () => {
     expect(snippets.length - fragments.length).toBeGreaterThanOrEqual(7);
     expect(fragments).toEqual([]);
     const problems = checkSnippets(snippets, root).map((p) => `docs/fencing.md:${p.readmeLine}: ${p.message}`);
+    expect(problems).toEqual([]);
+  }, 90_000);
+});
+
+describe('docs/infrastructure.md snippets', () => {
+  it('compile, with their imports, against the library (the AWS CDK one, which needs aws-cdk-lib, is a fragment)', () => {
+    const root = repoRoot();
+    const snippets = extractSnippets(readFileSync(path.join(root, 'docs', 'infrastructure.md'), 'utf8'), 'docs/infrastructure.md');
+    const fragments = snippets.filter((s) => s.fragment);
+    expect(snippets.length - fragments.length).toBeGreaterThanOrEqual(1);
+    expect(fragments.map((s) => s.code)).toEqual([expect.stringContaining("from 'aws-cdk-lib'")]);
+    const problems = checkSnippets(snippets, root).map((p) => `docs/infrastructure.md:${p.readmeLine}: ${p.message}`);
     expect(problems).toEqual([]);
   }, 90_000);
 });

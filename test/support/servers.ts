@@ -61,24 +61,27 @@ export function uniqueTableName(prefix = 'locks'): string {
 export interface LockTableOptions {
   /** Name of the string partition key (default `key`). */
   readonly partitionKey?: string;
+  /** Name of a string sort key (default: none). */
+  readonly sortKey?: string;
   /** Give up waiting for ACTIVE after this long (default 10 s). */
   readonly timeoutMs?: number;
 }
 
 /**
- * Creates an on-demand table with a single string HASH key (default `key`)
- * and polls DescribeTable every 50 ms until it is ACTIVE.
+ * Creates an on-demand table with a string HASH key (default `key`) and, when given, a string
+ * RANGE key, and polls DescribeTable every 50 ms until it is ACTIVE.
  */
 export async function createLockTable(
   client: DynamoDBClient,
   tableName: string,
-  { partitionKey = 'key', timeoutMs = 10_000 }: LockTableOptions = {},
+  { partitionKey = 'key', sortKey, timeoutMs = 10_000 }: LockTableOptions = {},
 ): Promise<void> {
+  const names = sortKey === undefined ? [partitionKey] : [partitionKey, sortKey];
   await client.send(
     new CreateTableCommand({
       TableName: tableName,
-      AttributeDefinitions: [{ AttributeName: partitionKey, AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
+      AttributeDefinitions: names.map((name) => ({ AttributeName: name, AttributeType: 'S' as const })),
+      KeySchema: names.map((name, i) => ({ AttributeName: name, KeyType: i === 0 ? ('HASH' as const) : ('RANGE' as const) })),
       BillingMode: 'PAY_PER_REQUEST',
     }),
   );

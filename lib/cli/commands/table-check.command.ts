@@ -1,17 +1,18 @@
 import type { Command } from 'commander';
 import { ATTR } from '../../store/mutex/mutex.record';
 import { describeTtl, ensureLockTable } from '../../store/dynamo/lock-table';
-import { LockTableError } from '../../errors/lock.errors';
-import { TABLE_NOT_FOUND, TABLE_OK, TTL_STATUS } from '../cli.messages';
-import { CliError } from '../cli.errors';
+import { isSharedTable } from '../../store/dynamo/table-schema';
+import { TABLE_OK } from '../cli.messages';
 import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';
 import type { Session } from '../session';
+import { checkTableKeys, ttlLine } from './table-report';
 
 const EXAMPLES = `
 Examples:
   $ dynamo-lock table-check --table deploy-locks
   $ dynamo-lock table-check --quiet || dynamo-lock table-create
+  $ dynamo-lock table-check --table app --partition-key PK --sort-key SK=LOCK
 
 Exits 0 when the table exists with the right key schema, 4 when it is missing or wrong.`;
 
@@ -19,23 +20,17 @@ Exits 0 when the table exists with the right key schema, 4 when it is missing or
 export function registerTableCheck(program: Command, runner: CommandRunner): void {
   program
     .command('table-check')
-    .description('Check that the lock table exists, is ACTIVE and has the right key schema; report its TTL.')
+    .description('Check that the lock table exists, is ACTIVE and has the configured key schema; report its TTL.')
     .addHelpText('after', EXAMPLES)
     .action((_options: unknown, command: Command) => runner.run(command, tableCheck));
 }
 
 async function tableCheck(session: Session): Promise<number> {
   const { client } = session.manager;
-  try {
-    await ensureLockTable(client, session.tableName, { create: false });
-  } catch (error) {
-    // The library's message is written for the Nest module; say it the CLI's way.
-    if (error instanceof LockTableError && error.problem === 'missing') {
-      throw new CliError(TABLE_NOT_FOUND(session.tableName), ExitCode.infrastructure, { cause: error });
-    }
-    throw error;
-  }
+  await checkTableKeys(session, () => ensureLockTable(client, session.tableName, { create: false, keys: session.tableKeys }));
   const ttl = await describeTtl(client, session.tableName);
-  if (!session.quiet) session.io.err(`${TABLE_OK(session.tableName)}\n${TTL_STATUS(ATTR.ttl, ttl)}`);
+  const keys = session.tableKeys;
+  if (!session.quiet)
+    session.io.err(`${TABLE_OK(session.tableName, keys)}\n${ttlLine(session.tableName, ATTR.ttl, ttl, isSharedTable(keys))}`);
   return ExitCode.ok;
 }

@@ -20,6 +20,8 @@ import { type Duration, MAX_DURATION_MS, parseDuration, parseLease } from '../..
 import { MAX_KEY_BYTES } from '../../utils/lock-key.validation';
 import { isTableName } from '../../store/dynamo/lock-table';
 import { ConsoleLockLogger } from './console.logger';
+import { resolveTableKeys } from './table-keys.options';
+import type { LockSortKey } from '../../interfaces/lock-table-keys.interface';
 
 /** Defaults of {@link DynamoLockOptions}, as documented. */
 export const DEFAULTS = {
@@ -45,6 +47,8 @@ const OPTION_NAMES = Object.keys({
   verifyTable: true,
   ownerName: true,
   keyPrefix: true,
+  partitionKey: true,
+  sortKey: true,
   store: true,
   onEvent: true,
   eventEmitter: true,
@@ -106,6 +110,10 @@ export interface ResolvedLockOptions {
   ttlDays: number;
   ownerName: string;
   keyPrefix: string;
+  /** The lock table's partition key attribute (default `key`). */
+  partitionKey: string;
+  /** The lock table's sort key and lock items' value in it, when it has one. */
+  sortKey: LockSortKey | undefined;
   createTable: boolean;
   verifyTable: boolean;
   logger: LockLogger;
@@ -149,6 +157,7 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
       KEY_PREFIX_INVALID(keyPrefix, `leaves no room for keys (DynamoDB keys are at most ${MAX_KEY_BYTES} bytes)`),
     );
   }
+  const { partitionKey, sortKey } = resolveTableKeys(options.partitionKey, options.sortKey);
   const createTable = booleanOption('createTable', options.createTable, false);
   const verifyTable = booleanOption('verifyTable', options.verifyTable, true);
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
@@ -176,6 +185,8 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     ttlDays,
     ownerName,
     keyPrefix,
+    partitionKey,
+    sortKey,
     createTable,
     verifyTable,
     logger: options.logger ?? new ConsoleLockLogger(),

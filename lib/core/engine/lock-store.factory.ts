@@ -6,6 +6,7 @@ import { createDynamoClient } from '../../store/dynamo/dynamo-endpoint';
 import { DynamoLockStores } from '../../store/dynamo-lock.stores';
 import { type LockStores, storesOf } from '../../store/lock-stores';
 import type { ResolvedLockOptions } from './lock-options.resolver';
+import { tableKeysOf } from './table-keys.options';
 
 /**
  * Where a manager's lock items live: the `store` option, or the DynamoDB table. The DynamoDB
@@ -29,6 +30,7 @@ export class LockStoreFactory {
       given ??
       new DynamoLockStores(this.client, {
         tableName: resolved.tableName,
+        keys: tableKeysOf(resolved),
         ttlDays: resolved.ttlDays,
         logger: resolved.logger,
         requestTimeoutMs: resolved.requestTimeoutMs,

@@ -36,3 +36,24 @@ export const INVALID_WAIT = (value: unknown) =>
 
 export const STORE_INVALID = (value: unknown) =>
   `DynamoLockModule option "store" must be a MemoryLockStore (new MemoryLockStore()); got ${describe(value)}. Leave it out to keep locks in the DynamoDB table.`;
+
+/** What a key attribute option is, for its messages. */
+const KEY_OPTION_MEANING = {
+  partitionKey: "the name of the table's partition key attribute",
+  'sortKey.name': "the name of the table's sort key attribute",
+} as const;
+
+export const TABLE_KEY_NAME_INVALID = (option: 'partitionKey' | 'sortKey.name', value: unknown, maxBytes: number) =>
+  `DynamoLockModule option "${option}" must be ${KEY_OPTION_MEANING[option]}: a non-empty string of at most ${maxBytes} bytes, such as 'PK'; got ${describe(value)}.`;
+
+export const TABLE_KEY_NAME_CLASH = (option: 'partitionKey' | 'sortKey.name', name: string, lockAttributes: readonly string[]) =>
+  `DynamoLockModule option "${option}" is "${name}", an attribute lock items write for themselves, so a table keyed on it cannot hold locks. Keep locks in a table whose key attributes have other names (such as "PK" and "SK"). Lock items write: ${lockAttributes.join(', ')}.`;
+
+export const SORT_KEY_INVALID = (value: unknown) =>
+  `DynamoLockModule option "sortKey" must be the table's sort key and the value lock items have in it, such as { name: 'SK', value: 'LOCK' }; got ${describe(value)}. Leave it out for a table without a sort key.`;
+
+export const SORT_KEY_VALUE_INVALID = (value: unknown, maxBytes: number) =>
+  `DynamoLockModule option "sortKey.value" must be the value every lock item has in the sort key: a non-empty string of at most ${maxBytes} bytes that none of your own items has there, such as 'LOCK'; got ${describe(value)}.`;
+
+export const SORT_KEY_SAME_AS_PARTITION_KEY = (name: string) =>
+  `DynamoLockModule options "partitionKey" and "sortKey.name" are both "${name}": a table's sort key is another attribute than its partition key. Name the sort key of your table (such as { name: 'SK', value: 'LOCK' }), or leave sortKey out if it has none.`;

@@ -3,16 +3,107 @@
 import type { EndpointInfo, EndpointSource } from '../endpoint-info';
 import { errorText } from './message.format';
 
-export const TABLE_MISSING = (tableName: string) =>
-  `DynamoDB table "${tableName}" for locks does not exist. Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}\`, or with: aws dynamodb create-table --table-name ${tableName} --attribute-definitions AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH --billing-mode PAY_PER_REQUEST`;
+/** The key attributes locks are configured with, as `LockTableKeys` has them (the errors layer names no interface of the layers above). */
+interface ConfiguredKeys {
+  partitionKey: string;
+  sortKey?: { name: string; value: string };
+}
 
-/** `createTable` is whether the option is on already: it creates missing tables only, and cannot fix this one. */
-export const TABLE_WRONG_SCHEMA = (tableName: string, actual: string, createTable: boolean) =>
-  `DynamoDB table "${tableName}" has the wrong key schema for locks: ${actual}. Expected exactly one partition key named "key" of type String (S) and no sort key. ${
-    createTable
-      ? 'createTable only creates a missing table and never changes an existing one: point tableName at a name no table uses (it is then created), or at a table with that schema.'
-      : 'Point tableName at another table, or at a name no table uses and set `createTable: true` to have it created.'
-  }`;
+/** A table's key schema, as `DescribeTable` tells it. */
+interface DescribedKeys {
+  partitionKey?: { name: string; type: string };
+  sortKey?: { name: string; type: string };
+}
+
+/** Whether the keys are the library's own table's: partition key `key`, no sort key. */
+const isDefaultKeys = (keys: ConfiguredKeys) => keys.partitionKey === 'key' && !keys.sortKey;
+
+/** The AWS CLI's key arguments of `create-table` for `keys`. */
+const createTableKeyArgs = (keys: ConfiguredKeys) => {
+  const names = keys.sortKey ? [keys.partitionKey, keys.sortKey.name] : [keys.partitionKey];
+  const definitions = names.map((name) => `AttributeName=${name},AttributeType=S`).join(' ');
+  const schema = names.map((name, i) => `AttributeName=${name},KeyType=${i === 0 ? 'HASH' : 'RANGE'}`).join(' ');
+  return `--attribute-definitions ${definitions} --key-schema ${schema}`;
+};
+
+/** The `dynamo-lock` options that name `keys`, when they are not the default ones. */
+export const CLI_KEY_OPTIONS = (keys: ConfiguredKeys | undefined) =>
+  !keys || isDefaultKeys(keys)
+    ? ''
+    : ` --partition-key ${keys.partitionKey}${keys.sortKey ? ` --sort-key ${keys.sortKey.name}=${keys.sortKey.value}` : ''}`;
+
+/** `keys` in words: `partition key "PK" and sort key "SK" (lock items: "LOCK")`. */
+export const CONFIGURED_KEYS_TEXT = (keys: ConfiguredKeys) =>
+  keys.sortKey
+    ? `partition key "${keys.partitionKey}" and sort key "${keys.sortKey.name}" (lock items: "${keys.sortKey.value}")`
+    : `partition key "${keys.partitionKey}" and no sort key`;
+
+/** A described key schema in words: `HASH "pk" (S), RANGE "sk" (N)`, or `none`. */
+export const DESCRIBED_KEYS_TEXT = (schema: DescribedKeys) =>
+  [
+    schema.partitionKey && `HASH "${schema.partitionKey.name}" (${schema.partitionKey.type})`,
+    schema.sortKey && `RANGE "${schema.sortKey.name}" (${schema.sortKey.type})`,
+  ]
+    .filter(Boolean)
+    .join(', ') || 'none';
+
+/**
+ * The options that would fit the locks to a table's keys, when they are Strings, in the form
+ * `option(name, value)` writes each, and `noSortKey` for a table without one:
+ * `partitionKey: 'pk' and sortKey: { name: 'sk', value: 'LOCK' }`.
+ */
+export const FITTING_KEYS_TEXT = (
+  schema: DescribedKeys,
+  option: (name: 'partitionKey' | 'sortKey', value: string) => string,
+  noSortKey: string,
+) => {
+  const { partitionKey, sortKey } = schema;
+  if (partitionKey?.type !== 'S' || (sortKey && sortKey.type !== 'S')) return undefined;
+  const sort = sortKey ? `${option('sortKey', sortKey.name)} (any value none of your items has in "${sortKey.name}")` : noSortKey;
+  return `${option('partitionKey', partitionKey.name)} and ${sort}`;
+};
+
+export const TABLE_MISSING = (tableName: string, keys?: ConfiguredKeys) =>
+  !keys || isDefaultKeys(keys)
+    ? `DynamoDB table "${tableName}" for locks does not exist. Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}\`, or with: aws dynamodb create-table --table-name ${tableName} --attribute-definitions AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH --billing-mode PAY_PER_REQUEST`
+    : `DynamoDB table "${tableName}" for locks does not exist (configured with ${CONFIGURED_KEYS_TEXT(keys)}). Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}${CLI_KEY_OPTIONS(keys)}\`, or with: aws dynamodb create-table --table-name ${tableName} ${createTableKeyArgs(keys)} --billing-mode PAY_PER_REQUEST; or point tableName at the table that holds your items.`;
+
+/** What the table's keys should be, said as the configuration gives them. */
+const EXPECTED_KEYS = (keys: ConfiguredKeys) =>
+  isDefaultKeys(keys)
+    ? 'Expected exactly one partition key named "key" of type String (S) and no sort key.'
+    : keys.sortKey
+      ? `Expected a partition key named "${keys.partitionKey}" and a sort key named "${keys.sortKey.name}", both of type String (S), as options partitionKey and sortKey say.`
+      : `Expected exactly one partition key named "${keys.partitionKey}" of type String (S) and no sort key, as option partitionKey says.`;
+
+/**
+ * The table's keys differ from those the locks are configured with: both named, and how to fit
+ * the options to the table when its keys are Strings. `createTable` is whether the option is on
+ * already: it creates missing tables only, and cannot fix this one.
+ */
+export const TABLE_WRONG_SCHEMA = (tableName: string, actual: DescribedKeys, keys: ConfiguredKeys, createTable: boolean) => {
+  const lockValue = keys.sortKey?.value ?? 'LOCK';
+  const fit = FITTING_KEYS_TEXT(
+    actual,
+    (name, value) => (name === 'sortKey' ? `sortKey: { name: '${value}', value: '${lockValue}' }` : `${name}: '${value}'`),
+    'leave sortKey out',
+  );
+  const elsewhere = createTable
+    ? 'createTable only creates a missing table and never changes an existing one: point tableName at a name no table uses (it is then created), or at a table with that schema.'
+    : 'Point tableName at another table, or at a name no table uses and set `createTable: true` to have it created.';
+  const advice = fit
+    ? `To keep locks in this table with your items, set ${fit}. Otherwise: ${elsewhere.charAt(0).toLowerCase()}${elsewhere.slice(1)}`
+    : elsewhere;
+  return `DynamoDB table "${tableName}" has the wrong key schema for locks: ${DESCRIBED_KEYS_TEXT(actual)}. ${EXPECTED_KEYS(keys)} ${advice}`;
+};
+
+/** A lock's key is the key of one of the app's items, in a table shared with them: nothing was written to it. */
+export const FOREIGN_ITEM_AT_KEY = (tableName: string, storedKey: string, keys: ConfiguredKeys) =>
+  `DynamoDB table "${tableName}" has an item at ${keys.partitionKey} = "${storedKey}"${
+    keys.sortKey ? `, ${keys.sortKey.name} = "${keys.sortKey.value}"` : ''
+  } that is not a lock item: one of your items has the key this lock needs. The lock library never writes to it. Give lock keys a prefix none of your items has in "${keys.partitionKey}" (option keyPrefix, such as 'LOCK#')${
+    keys.sortKey ? `, or choose a sortKey value none of your items has in "${keys.sortKey.name}"` : ''
+  }.`;
 
 export const TABLE_NOT_ACTIVE = (tableName: string, status: string, waitedMs: number) =>
   `DynamoDB table "${tableName}" is still ${status} after ${waitedMs} ms.`;
@@ -64,7 +155,10 @@ export const REQUEST_TIMED_OUT = (operation: string, tableName: string, ms: numb
     ? `DynamoDB ${operation} on table "${tableName}" got no answer within ${ms} ms (option requestTimeout); the request was aborted.`
     : `DynamoDB ${operation} on table "${tableName}" did not succeed within ${ms} ms (option requestTimeout): the SDK was still retrying after ${errorText(lastAttempt)}; the request was aborted.`;
 
-export const TABLE_CREATED = (tableName: string) => `Created DynamoDB lock table "${tableName}" (on-demand, TTL on attribute "ttl").`;
+export const TABLE_CREATED = (tableName: string, keys?: ConfiguredKeys) =>
+  !keys || isDefaultKeys(keys)
+    ? `Created DynamoDB lock table "${tableName}" (on-demand, TTL on attribute "ttl").`
+    : `Created DynamoDB lock table "${tableName}" (on-demand, ${CONFIGURED_KEYS_TEXT(keys)}, TTL on attribute "ttl").`;
 
 export const TABLE_CREATED_WITHOUT_TTL = (tableName: string, error: unknown) =>
   `Created DynamoDB lock table "${tableName}" (on-demand), but TTL could not be enabled on it (${errorText(error)}): released lock items will not be cleaned up automatically on this server (dynalite has no TTL; DynamoDB and DynamoDB Local do).`;

@@ -4,6 +4,7 @@
  */
 import { type AttributeValue, type DynamoDBClient, GetItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { ReadConsistency } from '../store.protocol';
+import { DEFAULT_TABLE_KEYS, itemKeyOf, keyAttributeNames, SORT_KEY_NAME, SORT_KEY_VALUE } from './table-schema';
 import { sendToTable, type TableTarget } from './timed-request';
 import { isConditionFailure } from './transient-error';
 
@@ -50,11 +51,11 @@ export function pickNames(names: Record<string, string>, expression: string): Re
   return Object.fromEntries(Object.entries(names).filter(([alias]) => new RegExp(`${alias}\\b`).test(expression)));
 }
 
-/** One conditional `UpdateItem` on the item with partition key `key`. */
+/** One conditional `UpdateItem` on the item of stored key `key`. */
 export interface ConditionalUpdate extends UpdateParts {
   key: string;
   condition: string;
-  /** `ExpressionAttributeNames` to pick the used ones from, plus any the expression needs as they are. */
+  /** `ExpressionAttributeNames` to pick the used ones from (`#key` is the table's partition key, whatever a record maps it to). */
   names: Record<string, string>;
   /** Placeholders that are always used (map keys: `#tok` → an owner token). */
   exactNames?: Record<string, string>;
@@ -66,7 +67,7 @@ export interface ConditionalUpdate extends UpdateParts {
 export type ItemWriteResult =
   { ok: true; item: Record<string, AttributeValue> | undefined } | { ok: false; item: Record<string, AttributeValue> | undefined };
 
-/** Where items are written: the table, its request limit, and the TTL policy. */
+/** Where items are written: the table, its request limit and key attributes, and the TTL policy. */
 export interface ItemTable extends TableTarget {
   ttlDays: number;
 }
@@ -84,16 +85,18 @@ export async function updateItem(
 ): Promise<ItemWriteResult> {
   const parts = withTtl(update, table.ttlDays, ttlLeaseMs, now);
   const expression = updateExpression(parts);
+  const keys = table.keys ?? DEFAULT_TABLE_KEYS;
+  const names = { ...update.names, ...keyAttributeNames(keys) };
   try {
     const output = await sendToTable(
       client,
       'UpdateItem',
       new UpdateItemCommand({
         TableName: table.tableName,
-        Key: { key: { S: update.key } },
+        Key: itemKeyOf(keys, update.key),
         UpdateExpression: expression,
         ConditionExpression: update.condition,
-        ExpressionAttributeNames: { ...pickNames(update.names, `${expression} ${update.condition}`), ...update.exactNames },
+        ExpressionAttributeNames: { ...pickNames(names, `${expression} ${update.condition}`), ...update.exactNames },
         ExpressionAttributeValues: parts.values,
         ReturnValues: update.returnNew ? 'ALL_NEW' : undefined,
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -107,26 +110,28 @@ export async function updateItem(
   }
 }
 
-/** `GetItem` of the item with partition key `key`: strongly consistent unless `'eventual'`. */
+/** `GetItem` of the item of stored key `key`: strongly consistent unless `'eventual'`. */
 export async function readItem(
   client: DynamoDBClient,
   table: TableTarget,
   key: string,
   consistency: ReadConsistency = 'strong',
 ): Promise<Record<string, AttributeValue> | undefined> {
+  const Key = itemKeyOf(table.keys ?? DEFAULT_TABLE_KEYS, key);
   const output = await sendToTable(
     client,
     'GetItem',
-    new GetItemCommand({ TableName: table.tableName, Key: { key: { S: key } }, ConsistentRead: consistency === 'strong' }),
+    new GetItemCommand({ TableName: table.tableName, Key, ConsistentRead: consistency === 'strong' }),
     table,
   );
   return output.Item;
 }
 
 /**
- * Every item matching `filter` whose partition key starts with `prefix` (any key when empty): a
- * paginated, strongly consistent `Scan`, each page within the request limit. For tools, not hot
- * paths: DynamoDB bills every item read, matched or not.
+ * Every item matching `filter` whose partition key starts with `prefix` (any key when empty) and,
+ * in a table with a sort key, whose sort key has lock items' value: a paginated, strongly
+ * consistent `Scan`, each page within the request limit. For tools, not hot paths: DynamoDB bills
+ * every item read, matched or not (in a shared table, the app's items too).
  */
 export async function* scanItems(
   client: DynamoDBClient,
@@ -136,8 +141,19 @@ export async function* scanItems(
   prefix: string,
   values: Record<string, AttributeValue> = {},
 ): AsyncGenerator<Record<string, AttributeValue>> {
-  const expression = prefix ? `(${filter}) AND begins_with(#key, :prefix)` : filter;
-  const allValues = prefix ? { ...values, ':prefix': { S: prefix } } : values;
+  const keys = table.keys ?? DEFAULT_TABLE_KEYS;
+  const clauses: string[] = [];
+  const allValues = { ...values };
+  if (keys.sortKey) {
+    clauses.push(`${SORT_KEY_NAME} = ${SORT_KEY_VALUE}`);
+    allValues[SORT_KEY_VALUE] = { S: keys.sortKey.value };
+  }
+  if (prefix) {
+    clauses.push('begins_with(#key, :prefix)');
+    allValues[':prefix'] = { S: prefix };
+  }
+  const expression = clauses.length ? `(${filter}) AND ${clauses.join(' AND ')}` : filter;
+  const allNames = { ...names, ...keyAttributeNames(keys) };
   let startKey: Record<string, AttributeValue> | undefined;
   do {
     const output = await sendToTable(
@@ -148,7 +164,7 @@ export async function* scanItems(
         ConsistentRead: true,
         ExclusiveStartKey: startKey,
         FilterExpression: expression,
-        ExpressionAttributeNames: pickNames(names, expression),
+        ExpressionAttributeNames: pickNames(allNames, expression),
         ExpressionAttributeValues: Object.keys(allValues).length ? allValues : undefined,
       }),
       table,

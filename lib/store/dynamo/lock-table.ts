@@ -14,6 +14,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 import { LockConfigurationError, LockTableError } from '../../errors/lock.errors';
 import {
   TABLE_CHECK_BAD_ENDPOINT,
@@ -30,7 +31,7 @@ import {
 import { RETRY_MIN_MS, nextRetryMs } from '../../utils/backoff';
 import { monotonicNow, sleep, untilAborted } from '../../utils/clock';
 import { describeEndpoint, type EndpointInfo, isHttpUrl } from './dynamo-endpoint';
-import { TABLE_ATTR } from './table-schema';
+import { DEFAULT_TABLE_KEYS, isSharedTable, TABLE_ATTR } from './table-schema';
 import type { TableHealth } from '../store.protocol';
 import { type ConnectionProblem, connectionProblem, isTransientError } from './transient-error';
 
@@ -50,12 +51,31 @@ export interface EnsureTableOptions {
   /** Create the table (on-demand, TTL enabled) when it does not exist. */
   create: boolean;
   logger?: Pick<LockLogger, 'log' | 'warn'>;
+  /**
+   * The table's key attributes, as the locks are configured (`partitionKey`, `sortKey`): the table
+   * must have exactly these, String, and is created with them. Default: partition key `key`, no sort key.
+   */
+  keys?: LockTableKeys;
+}
+
+/** One key attribute of a table, as `DescribeTable` tells it: its name and type (`S`, `N`, `B`). */
+export interface KeyAttribute {
+  name: string;
+  type: string;
+}
+
+/** A table's key schema, as `DescribeTable` tells it. */
+export interface TableKeySchema {
+  partitionKey?: KeyAttribute;
+  sortKey?: KeyAttribute;
 }
 
 /**
- * Makes sure the lock table exists, is ACTIVE and has the expected key schema
- * (one String partition key named `key`), creating it when asked.
- * @throws LockTableError when the table is missing (and `create` is off) or has another schema.
+ * Makes sure the lock table exists, is ACTIVE and has the expected key schema (by default one
+ * String partition key named `key` and no sort key; else `options.keys`, all String), creating it
+ * when asked.
+ * @throws LockTableError when the table is missing (and `create` is off) or has another key schema
+ *   (the message names the table's and the configured ones).
  * @throws LockConfigurationError naming the table, the endpoint and where it was set, with the
  *   SDK error as `cause`, when DynamoDB cannot be reached or refuses the check (no connection,
  *   unknown host, endpoint without `http://`, no region, no credentials, access denied).
@@ -75,29 +95,61 @@ export async function ensureLockTable(client: DynamoDBClient, tableName: string,
 }
 
 async function checkTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
+  const keys = options.keys ?? DEFAULT_TABLE_KEYS;
   let table = await describe(client, tableName);
   if (!table) {
-    if (!options.create) throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
-    table = await createLockTable(client, tableName, options.logger);
+    if (!options.create) throw new LockTableError(TABLE_MISSING(tableName, keys), tableName, 'missing');
+    table = await createLockTable(client, tableName, options.logger, keys);
   }
-  assertSchema(tableName, table, options.create);
+  const schema = keySchemaOf(table);
+  if (!matchesKeys(schema, keys)) {
+    throw new LockTableError(TABLE_WRONG_SCHEMA(tableName, schema, keys, options.create), tableName, 'wrong-schema');
+  }
   if (table.TableStatus !== 'ACTIVE') await waitUntilActive(client, tableName);
 }
 
 /**
- * Creates the lock table (PAY_PER_REQUEST, partition key `key`) and enables TTL on `ttl`, and
- * says so in one line: created with TTL on, or created without TTL and why (dynalite has no TTL).
- * A concurrent creation by another instance counts as success (and logs nothing).
+ * Creates the lock table (PAY_PER_REQUEST; partition key `key`, or the String key attributes of
+ * `keys`) and enables TTL on `ttl`, and says so in one line: created with TTL on, or created
+ * without TTL and why (dynalite has no TTL). A concurrent creation by another instance counts as
+ * success (and logs nothing).
+ * @param logger where the line goes (none: nothing is said).
+ * @param keys the table's key attributes, as the locks are configured (`partitionKey`, `sortKey`).
  */
 export async function createLockTable(
   client: DynamoDBClient,
   tableName: string,
   logger?: Pick<LockLogger, 'log' | 'warn'>,
+  keys: LockTableKeys = DEFAULT_TABLE_KEYS,
 ): Promise<TableDescription> {
-  const outcome = await createTableWithTtl(client, tableName);
-  if (outcome.created && outcome.ttlError === undefined) logger?.log(TABLE_CREATED(tableName));
+  const outcome = await createTableWithTtl(client, tableName, keys);
+  if (outcome.created && outcome.ttlError === undefined) logger?.log(TABLE_CREATED(tableName, keys));
   else if (outcome.created) logger?.warn(TABLE_CREATED_WITHOUT_TTL(tableName, outcome.ttlError));
   return outcome.table;
+}
+
+/** The key schema of a described table: its partition key and sort key, with their types (`?` when not defined). */
+export function keySchemaOf(table: TableDescription): TableKeySchema {
+  const types = new Map((table.AttributeDefinitions ?? []).map((d) => [d.AttributeName, d.AttributeType]));
+  const attribute = (kind: 'HASH' | 'RANGE'): KeyAttribute | undefined => {
+    const name = table.KeySchema?.find((k) => k.KeyType === kind)?.AttributeName;
+    return name === undefined ? undefined : { name, type: types.get(name) ?? '?' };
+  };
+  return { partitionKey: attribute('HASH'), sortKey: attribute('RANGE') };
+}
+
+/** Whether a table's key schema is the one the locks are configured with: the same names, every key a String. */
+export function matchesKeys(schema: TableKeySchema, keys: LockTableKeys): boolean {
+  const { partitionKey, sortKey } = schema;
+  if (partitionKey?.name !== keys.partitionKey || partitionKey.type !== 'S') return false;
+  if (!keys.sortKey) return sortKey === undefined;
+  return sortKey?.name === keys.sortKey.name && sortKey.type === 'S';
+}
+
+/** The key schema of table `tableName`, or `undefined` when it does not exist. */
+export async function readKeySchema(client: DynamoDBClient, tableName: string): Promise<TableKeySchema | undefined> {
+  const table = await describe(client, tableName);
+  return table && keySchemaOf(table);
 }
 
 /** What {@link createTableWithTtl} did. */
@@ -108,17 +160,24 @@ export interface TableCreation {
   created: boolean;
   /** Why TTL could not be enabled (dynalite has no TTL API), when it could not. */
   ttlError?: unknown;
+  /** TTL was left as it was: the table existed and is shared with the app's items, whose TTL is theirs to choose. */
+  ttlLeftAlone?: boolean;
 }
 
 /** {@link createLockTable} without the log line: for callers (the CLI) that say it their own way. */
-export async function createTableWithTtl(client: DynamoDBClient, tableName: string): Promise<TableCreation> {
+export async function createTableWithTtl(
+  client: DynamoDBClient,
+  tableName: string,
+  keys: LockTableKeys = DEFAULT_TABLE_KEYS,
+): Promise<TableCreation> {
   let created = false;
+  const names = keys.sortKey ? [keys.partitionKey, keys.sortKey.name] : [keys.partitionKey];
   try {
     await client.send(
       new CreateTableCommand({
         TableName: tableName,
-        AttributeDefinitions: [{ AttributeName: TABLE_ATTR.key, AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: TABLE_ATTR.key, KeyType: 'HASH' }],
+        AttributeDefinitions: names.map((name) => ({ AttributeName: name, AttributeType: 'S' })),
+        KeySchema: names.map((name, i) => ({ AttributeName: name, KeyType: i === 0 ? 'HASH' : 'RANGE' })),
         BillingMode: 'PAY_PER_REQUEST',
       }),
     );
@@ -127,6 +186,9 @@ export async function createTableWithTtl(client: DynamoDBClient, tableName: stri
     if (!(error instanceof ResourceInUseException)) throw error;
   }
   const table = await waitUntilActive(client, tableName);
+  // A table of the app's own (another layout than the library's) that existed already: its TTL is
+  // the app's choice (a table has one TTL attribute, which its items may use).
+  if (!created && isSharedTable(keys)) return { table, created, ttlLeftAlone: true };
   try {
     await client.send(
       new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TABLE_ATTR.ttl, Enabled: true } }),
@@ -173,17 +235,6 @@ async function describe(client: DynamoDBClient, tableName: string): Promise<Tabl
   }
 }
 
-function assertSchema(tableName: string, table: TableDescription, createTable: boolean): void {
-  const keys = table.KeySchema ?? [];
-  const types = new Map((table.AttributeDefinitions ?? []).map((d) => [d.AttributeName, d.AttributeType]));
-  const ok =
-    keys.length === 1 && keys[0].AttributeName === TABLE_ATTR.key && keys[0].KeyType === 'HASH' && types.get(TABLE_ATTR.key) === 'S';
-  if (!ok) {
-    const actual = keys.map((k) => `${k.KeyType} "${k.AttributeName}" (${types.get(k.AttributeName) ?? '?'})`).join(', ') || 'none';
-    throw new LockTableError(TABLE_WRONG_SCHEMA(tableName, actual, createTable), tableName, 'wrong-schema');
-  }
-}
-
 async function waitUntilActive(client: DynamoDBClient, tableName: string): Promise<TableDescription> {
   const started = Date.now();
   for (let delay = RETRY_MIN_MS; ; delay = nextRetryMs(delay)) {
@@ -219,15 +270,24 @@ function healthFailure(error: unknown, signal: AbortSignal): Pick<TableHealth, '
   return { failure: 'failed', error };
 }
 
+/** A table's TTL, as `DescribeTimeToLive` tells it. */
+export interface TtlState {
+  /** `ENABLED`, `ENABLING`, `DISABLED`, `DISABLING`. */
+  status: string;
+  /** The attribute TTL reads, when it has one. */
+  attribute?: string;
+}
+
 /**
- * The table's TTL status (`ENABLED`, `DISABLED`, ...), or `undefined` when the server has no
- * TTL API (dynalite has one that answers `DISABLED`, and cannot enable it). Other errors
- * (missing table, network) are thrown.
+ * The table's TTL status (`ENABLED`, `DISABLED`, ...) and attribute, or `undefined` when the
+ * server has no TTL API (dynalite has one that answers `DISABLED`, and cannot enable it). Other
+ * errors (missing table, network) are thrown.
  */
-export async function describeTtl(client: DynamoDBClient, tableName: string): Promise<string | undefined> {
+export async function describeTtl(client: DynamoDBClient, tableName: string): Promise<TtlState | undefined> {
   try {
     const output = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
-    return output.TimeToLiveDescription?.TimeToLiveStatus ?? 'DISABLED';
+    const description = output.TimeToLiveDescription;
+    return { status: description?.TimeToLiveStatus ?? 'DISABLED', attribute: description?.AttributeName };
   } catch (error) {
     if (error instanceof Error && /UnknownOperation|not supported|UnrecognizedClient/i.test(`${error.name} ${error.message}`))
       return undefined;

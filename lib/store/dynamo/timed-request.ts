@@ -16,6 +16,7 @@ import type {
   UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { LockTableError } from '../../errors/lock.errors';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../../errors/lock.messages';
 
 /** The requests sent with a time limit: the lock table's, and the fenced writes to the caller's tables. */
@@ -113,7 +114,7 @@ export async function sendToTable(
   client: DynamoDBClient,
   operation: string,
   command: UpdateItemCommand | GetItemCommand | ScanCommand,
-  { tableName, requestTimeoutMs }: TableTarget,
+  { tableName, requestTimeoutMs, keys }: TableTarget,
 ): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
   try {
     return await sendWithinLimit(client, command, requestTimeoutMs, (lastAttempt) =>
@@ -121,14 +122,16 @@ export async function sendToTable(
     );
   } catch (error) {
     if (error instanceof Error && error.name === 'ResourceNotFoundException') {
-      throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
+      throw new LockTableError(TABLE_MISSING(tableName, keys), tableName, 'missing');
     }
     throw error;
   }
 }
 
-/** The table a request goes to, and its time limit in ms (none when absent). */
+/** The table a request goes to, its time limit in ms (none when absent), and where lock items sit in it. */
 export interface TableTarget {
   tableName: string;
   requestTimeoutMs?: number;
+  /** The table's key attributes (default: partition key `key`, no sort key). */
+  keys?: LockTableKeys;
 }

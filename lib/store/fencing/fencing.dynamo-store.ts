@@ -23,7 +23,8 @@ import { pickNames } from '../dynamo/item-requests';
 import { sendWithinLimit, type TimedCommand, type TimedOutput } from '../dynamo/timed-request';
 import { isConditionFailure } from '../dynamo/transient-error';
 import { holdingCondition } from '../mutex/mutex.expressions';
-import { ATTR, ATTRIBUTE_NAMES, toLockRecord } from '../mutex/mutex.record';
+import { ATTRIBUTE_NAMES, toLockRecord } from '../mutex/mutex.record';
+import { DEFAULT_TABLE_KEYS, itemKeyOf, keyAttributeNames } from '../dynamo/table-schema';
 import { fencedOperation, type FencedOperation, fenceOfItem, operationOf } from './fenced-request';
 import type { FencedWriteOutcome, FencedWriteRequest, FencingStorePort, TransactOutcome, TransactRequest } from './fencing-store.port';
 
@@ -49,12 +50,13 @@ export class DynamoFencingStore implements FencingStorePort {
   async transact(request: TransactRequest): Promise<TransactOutcome> {
     const values: Record<string, AttributeValue> = {};
     const condition = holdingCondition(request.holding, values);
+    const keys = this.options.keys ?? DEFAULT_TABLE_KEYS;
     const lockCheck: TransactWriteItem = {
       ConditionCheck: {
         TableName: this.options.tableName,
-        Key: { [ATTR.key]: { S: request.lockKey } },
+        Key: itemKeyOf(keys, request.lockKey),
         ConditionExpression: condition,
-        ExpressionAttributeNames: pickNames(ATTRIBUTE_NAMES, condition),
+        ExpressionAttributeNames: pickNames({ ...ATTRIBUTE_NAMES, ...keyAttributeNames(keys) }, condition),
         ExpressionAttributeValues: values,
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
@@ -73,7 +75,8 @@ export class DynamoFencingStore implements FencingStorePort {
       if (name !== 'TransactionCanceledException') throw error;
       const reasons: CancellationReason[] = (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
       const lock = reasons[request.items.length];
-      if (lock?.Code === 'ConditionalCheckFailed') return { ok: false, lockHeld: false, current: lock.Item && toLockRecord(lock.Item) };
+      if (lock?.Code === 'ConditionalCheckFailed')
+        return { ok: false, lockHeld: false, current: lock.Item && toLockRecord(lock.Item, keys) };
       const reasonAt = (index: number) => {
         const reason = reasons[index];
         return { index, code: reason?.Code ?? 'None', message: reason?.Message, item: reason?.Item };

@@ -1,12 +1,16 @@
 import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 import { randomToken } from '../../utils/random-token';
-import { ATTR, ATTRIBUTE_NAMES, LEFT_MAX, type LeftRun, type LockRecord, leftRun, toLockRecord } from './mutex.record';
+import { ATTRIBUTE_NAMES, LEFT_MAX, type LeftRun, type LockRecord, leftRun, toLockRecord } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import type { MutexStorePort } from './mutex-store.port';
 import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
-import { claimFire, HELD, heldValue, holdingCondition, lastHold, noHold } from './mutex.expressions';
+import { claimFire, HELD, heldValue, holdingCondition, lastHold, LOCK_SHAPE, LOCK_SHAPE_ATTRIBUTES, noHold } from './mutex.expressions';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
+import { DEFAULT_TABLE_KEYS, isForeignItem, isSharedTable, itemKeyOf } from '../dynamo/table-schema';
+import { LockConfigurationError } from '../../errors/lock.errors';
+import { FOREIGN_ITEM_AT_KEY } from '../../errors/lock.messages';
 
 /** One UpdateItem, before attribute names are picked and values completed. */
 interface Update extends UpdateParts {
@@ -25,10 +29,14 @@ interface Update extends UpdateParts {
  * condition, and the caller recognises its own token in the item instead.
  */
 export class DynamoMutexStore implements MutexStorePort {
+  private readonly keys: LockTableKeys;
+
   constructor(
     private readonly client: DynamoDBClient,
     private readonly options: DynamoStoreOptions,
-  ) {}
+  ) {
+    this.keys = options.keys ?? DEFAULT_TABLE_KEYS;
+  }
 
   /**
    * Takes the lock in one conditional write: sets the owner token and a new record version. Free:
@@ -71,7 +79,7 @@ export class DynamoMutexStore implements MutexStorePort {
         '#tailToken = :token',
       );
       // Not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
-      condition = `attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)${claim}`;
+      condition = `attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)${claim}${this.onlyLockItem()}`;
     } else {
       set.push('#fence = #fence + :one');
       // Re-applicable by the new holder (the head does not move): a retried hand-over succeeds again
@@ -104,8 +112,7 @@ export class DynamoMutexStore implements MutexStorePort {
           '#updatedAt = if_not_exists(#updatedAt, :now)',
         ],
         add: ['#claims :claim'],
-        condition:
-          '(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))',
+        condition: `(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))${this.onlyLockItem()}`,
         values: {
           ':token': { S: write.token },
           ':base': { N: String(now * 1000) },
@@ -335,23 +342,23 @@ export class DynamoMutexStore implements MutexStorePort {
   /** After a write that moved `head`: passes the left tickets it now serves (best effort; any waiter that sees them does it too). */
   private async passLeftAfter(record: LockRecord): Promise<void> {
     const run = leftRun(record);
-    if (!run) return;
-    try {
-      await this.passLeft(record.key, run);
-    } catch {
-      // Passed by the next waiter that reads the item, at once.
-    }
+    // A failure is harmless: the next waiter that reads the item passes them.
+    if (run) await this.passLeft(record.key, run).catch(() => undefined);
   }
 
   /** One read of a lock item: strongly consistent unless `'eventual'` (timing reads). */
   async read(key: string, consistency: ReadConsistency = 'strong'): Promise<LockRecord | undefined> {
     const item = await readItem(this.client, this.options, key, consistency);
-    return item ? toLockRecord(item) : undefined;
+    return item ? this.recordOf(key, item) : undefined;
   }
 
-  /** Every held lock whose stored key starts with `prefix` (a paginated Scan; for tools, not hot paths). */
+  /**
+   * Every held lock whose stored key starts with `prefix` (a paginated Scan; for tools, not hot
+   * paths). In a table shared with the app's items, only items with a lock's shape.
+   */
   async *scanHeld(prefix: string): AsyncGenerator<LockRecord> {
-    for await (const item of scanItems(this.client, this.options, HELD, ATTRIBUTE_NAMES, prefix)) yield toLockRecord(item);
+    const filter = isSharedTable(this.keys) ? `(${HELD}) AND ${LOCK_SHAPE}` : HELD;
+    for await (const item of scanItems(this.client, this.options, filter, ATTRIBUTE_NAMES, prefix)) yield toLockRecord(item, this.keys);
   }
 
   /**
@@ -366,7 +373,26 @@ export class DynamoMutexStore implements MutexStorePort {
       ttlLeaseMs,
       now,
     );
-    if (result.ok) return { ok: true, record: toLockRecord(result.item ?? { [ATTR.key]: { S: update.key } }) };
-    return { ok: false, current: result.item ? toLockRecord(result.item) : undefined };
+    if (result.ok) return { ok: true, record: toLockRecord(result.item ?? itemKeyOf(this.keys, update.key), this.keys) };
+    return { ok: false, current: result.item ? this.recordOf(update.key, result.item) : undefined };
+  }
+
+  /**
+   * The clause that keeps a write able to create an item off the app's items in a shared table:
+   * it writes a new item, or a lock item (`''` in the library's own table).
+   */
+  private onlyLockItem(): string {
+    return isSharedTable(this.keys) ? ` AND (attribute_not_exists(#key) OR (${LOCK_SHAPE}))` : '';
+  }
+
+  /**
+   * The record of an item read at `key`.
+   * @throws LockConfigurationError when it is one of the app's items (a shared table, and the same key).
+   */
+  private recordOf(key: string, item: Record<string, AttributeValue>): LockRecord {
+    if (isForeignItem(item, this.keys, LOCK_SHAPE_ATTRIBUTES)) {
+      throw new LockConfigurationError(FOREIGN_ITEM_AT_KEY(this.options.tableName, key, this.keys));
+    }
+    return toLockRecord(item, this.keys);
   }
 }

@@ -1,5 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Holding } from './mutex-store.protocol';
+import { ATTR } from './mutex.record';
 
 /**
  * The expression parts the DynamoDB mutex store's writes share: the holding condition (also the
@@ -59,3 +60,7 @@ export function claimFire(
   Object.assign(values, { ':fire': { N: String(fire) }, ':fireOwner': { S: owner }, ':running': { S: 'running' } });
   return ' AND (attribute_not_exists(#fire) OR #fire < :fire)';
 }
+
+/** What every mutex item has from its first write (a free acquire, or a ticket): told apart from the app's items in a shared table. */
+export const LOCK_SHAPE_ATTRIBUTES = [ATTR.rvn, ATTR.fence, ATTR.tail] as const;
+export const LOCK_SHAPE = 'attribute_exists(#rvn) AND attribute_exists(#fence) AND attribute_exists(#tail)';

@@ -1,6 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { JobFireOutcome } from '../../interfaces/job-fire.interface';
-import { TABLE_ATTR } from '../dynamo/table-schema';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
+import { DEFAULT_TABLE_KEYS, storedKeyOf, TABLE_ATTR } from '../dynamo/table-schema';
 
 /**
  * The attributes of a lock item, named once. Several are DynamoDB reserved words
@@ -8,7 +9,7 @@ import { TABLE_ATTR } from '../dynamo/table-schema';
  * {@link ATTRIBUTE_NAMES} placeholders, never bare.
  */
 export const ATTR = {
-  /** Partition key (String): key prefix + user key. */
+  /** Partition key (String): key prefix + user key. The library's own table's name; a shared table names its own. */
   key: TABLE_ATTR.key,
   /** Human-readable holder name (host name and pid by default). */
   owner: 'owner',
@@ -74,7 +75,7 @@ export const ATTR = {
   fireOutcome: 'fireOutcome',
 } as const;
 
-/** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key`, ... */
+/** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key` (the table's partition key replaces it), ... */
 export const ATTRIBUTE_NAMES: Record<string, string> = Object.fromEntries(Object.entries(ATTR).map(([alias, name]) => [`#${alias}`, name]));
 
 /** A lock item as read from DynamoDB. */
@@ -175,10 +176,10 @@ export function ticketsWaiting(record: LockRecord | undefined): number {
   return Math.max(0, record.tail - head - 1 - left);
 }
 
-/** Converts a DynamoDB item into a {@link LockRecord}. */
-export function toLockRecord(item: Record<string, AttributeValue>): LockRecord {
+/** Converts a DynamoDB item of a table with key attributes `keys` into a {@link LockRecord}. */
+export function toLockRecord(item: Record<string, AttributeValue>, keys: LockTableKeys = DEFAULT_TABLE_KEYS): LockRecord {
   return {
-    key: item[ATTR.key]?.S ?? '',
+    key: storedKeyOf(item, keys),
     owner: item[ATTR.owner]?.S,
     token: item[ATTR.token]?.S,
     rvn: item[ATTR.rvn]?.S,

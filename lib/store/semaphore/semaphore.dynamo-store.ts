@@ -1,9 +1,13 @@
 import { type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 import { randomToken } from '../../utils/random-token';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import { SEM_ATTR, SEM_ATTRIBUTE_NAMES, SEM_HOLDER, type SemaphoreRecord, toSemaphoreRecord } from './semaphore.record';
 import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from './semaphore-store.port';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
+import { DEFAULT_TABLE_KEYS, isForeignItem, isSharedTable, itemKeyOf } from '../dynamo/table-schema';
+import { LockConfigurationError } from '../../errors/lock.errors';
+import { FOREIGN_ITEM_AT_KEY } from '../../errors/lock.messages';
 
 /** One UpdateItem on a semaphore item, before attribute names are picked. */
 interface Update extends UpdateParts {
@@ -20,10 +24,14 @@ interface Update extends UpdateParts {
  * Writes return the item as written (`ALL_NEW`) and, when refused, the item as it was (`ALL_OLD`).
  */
 export class DynamoSemaphoreStore implements SemaphoreStorePort {
+  private readonly keys: LockTableKeys;
+
   constructor(
     private readonly client: DynamoDBClient,
     private readonly options: DynamoStoreOptions,
-  ) {}
+  ) {
+    this.keys = options.keys ?? DEFAULT_TABLE_KEYS;
+  }
 
   /**
    * Grants a slot while one is free: adds the holder's entry and counts it, and raises the fencing
@@ -203,16 +211,18 @@ export class DynamoSemaphoreStore implements SemaphoreStorePort {
   /** Strongly consistent read of one semaphore item. */
   async read(key: string): Promise<SemaphoreRecord | undefined> {
     const item = await readItem(this.client, this.options, key);
-    return item ? toSemaphoreRecord(item) : undefined;
+    return item ? this.recordOf(key, item) : undefined;
   }
 
   /**
    * Every semaphore item with at least one holder whose stored key starts with `prefix` (a
-   * paginated Scan; for tools, not hot paths). Mutex items have no holder count, so none matches.
+   * paginated Scan; for tools, not hot paths). Mutex items have no holder count, so none matches;
+   * in a table shared with the app's items, only items with a semaphore's shape do.
    */
   async *scanHeld(prefix: string): AsyncGenerator<SemaphoreRecord> {
-    const items = scanItems(this.client, this.options, '#count > :zero', SEM_ATTRIBUTE_NAMES, prefix, { ':zero': { N: '0' } });
-    for await (const item of items) yield toSemaphoreRecord(item);
+    const filter = isSharedTable(this.keys) ? `#count > :zero AND ${SEMAPHORE_SHAPE}` : '#count > :zero';
+    const items = scanItems(this.client, this.options, filter, SEM_ATTRIBUTE_NAMES, prefix, { ':zero': { N: '0' } });
+    for await (const item of items) yield toSemaphoreRecord(item, this.keys);
   }
 
   /** Sends one conditional UpdateItem (the TTL refreshed for a write with a lease), answered with the item as written. */
@@ -225,7 +235,22 @@ export class DynamoSemaphoreStore implements SemaphoreStorePort {
       ttlLeaseMs,
       now,
     );
-    if (result.ok) return { ok: true, record: toSemaphoreRecord(result.item ?? { [SEM_ATTR.key]: { S: update.key } }) };
-    return { ok: false, current: result.item ? toSemaphoreRecord(result.item) : undefined };
+    if (result.ok) return { ok: true, record: toSemaphoreRecord(result.item ?? itemKeyOf(this.keys, update.key), this.keys) };
+    return { ok: false, current: result.item ? this.recordOf(update.key, result.item) : undefined };
+  }
+
+  /**
+   * The record of an item read at `key`.
+   * @throws LockConfigurationError when it is one of the app's items (a shared table, and the same key).
+   */
+  private recordOf(key: string, item: Record<string, AttributeValue>): SemaphoreRecord {
+    if (isForeignItem(item, this.keys, SEMAPHORE_SHAPE_ATTRIBUTES)) {
+      throw new LockConfigurationError(FOREIGN_ITEM_AT_KEY(this.options.tableName, key, this.keys));
+    }
+    return toSemaphoreRecord(item, this.keys);
   }
 }
+
+/** What every semaphore item has from its first grant: told apart from the app's items in a shared table. */
+const SEMAPHORE_SHAPE_ATTRIBUTES = [SEM_ATTR.limit, SEM_ATTR.holders, SEM_ATTR.fence] as const;
+const SEMAPHORE_SHAPE = 'attribute_exists(#limit) AND attribute_exists(#holders) AND attribute_exists(#fence)';

@@ -1,5 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { TABLE_ATTR } from '../dynamo/table-schema';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
+import { DEFAULT_TABLE_KEYS, storedKeyOf, TABLE_ATTR } from '../dynamo/table-schema';
 
 /**
  * The attributes of a semaphore item, named once. A semaphore item shares the lock table with
@@ -8,7 +9,7 @@ import { TABLE_ATTR } from '../dynamo/table-schema';
  * both.
  */
 export const SEM_ATTR = {
-  /** Partition key (String): key prefix + user key + {@link SEMAPHORE_KEY_SUFFIX}. */
+  /** Partition key (String): key prefix + user key + {@link SEMAPHORE_KEY_SUFFIX}. The library's own table's name; a shared table names its own. */
   key: TABLE_ATTR.key,
   /** The number of holders allowed; every writer states it, and a different one is refused. */
   limit: 'limit',
@@ -114,8 +115,8 @@ export function holderEntryOf(record: SemaphoreRecord | undefined, token: string
   return record?.holders.find((h) => h.token === token);
 }
 
-/** Converts a DynamoDB item into a {@link SemaphoreRecord}. */
-export function toSemaphoreRecord(item: Record<string, AttributeValue>): SemaphoreRecord {
+/** Converts a DynamoDB item of a table with key attributes `keys` into a {@link SemaphoreRecord}. */
+export function toSemaphoreRecord(item: Record<string, AttributeValue>, keys: LockTableKeys = DEFAULT_TABLE_KEYS): SemaphoreRecord {
   const fences = item[SEM_ATTR.fences]?.M ?? {};
   const holders = Object.entries(item[SEM_ATTR.holders]?.M ?? {}).map(([token, value]) => {
     const m = value.M ?? {};
@@ -130,7 +131,7 @@ export function toSemaphoreRecord(item: Record<string, AttributeValue>): Semapho
     };
   });
   return {
-    key: item[SEM_ATTR.key]?.S ?? '',
+    key: storedKeyOf(item, keys),
     limit: num(item[SEM_ATTR.limit]) ?? 0,
     count: num(item[SEM_ATTR.count]) ?? 0,
     fencingToken: num(item[SEM_ATTR.fence]) ?? 0,
