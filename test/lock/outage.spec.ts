@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LockBusyError, type LockEvent, LockLostError, LockTableError, LockUnavailableError, LockManager, Lock } from '../../lib';
 import { type HungServer, startHungServer, startStallingProxy, type StallingProxy } from '../support/hung-server';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { findFreePort } from '../../tools/free-port.mjs';
 import { rejectionOf } from '../support/rejection';
 import { createLockTable, createTestClient, describeEachServer, testClientConfig, uniqueTableName } from '../support/servers';
 
@@ -113,6 +114,17 @@ describeEachServer('An outage is never contention', (server) => {
     });
   });
 
+  describe('connections reset (Node names it TimeoutError; under Jest the SDK keeps only its text)', () => {
+    it("acquire({ wait }) and tryAcquire() reject with LockUnavailableError, not the SDK's plain Error", async () => {
+      const resetting = await proxy({ kind: 'reset' });
+      const manager = fixture.manager({ requestTimeout: '2s' }, { endpoint: resetting.endpoint, maxAttempts: 1 });
+      const waited = await rejectionOf(manager.acquire(newKey('reset'), { wait: 300 }));
+      expect(waited).toBeInstanceOf(LockUnavailableError);
+      expect(String((waited as LockUnavailableError).cause)).toMatch(/socket hang up|ECONNRESET/);
+      await expect(manager.tryAcquire(newKey('reset-try'))).rejects.toBeInstanceOf(LockUnavailableError);
+    });
+  });
+
   describe('a slow DynamoDB', () => {
     it('an answer slower than wait on a free key gives the lock, not LockBusyError', async () => {
       const slow = await proxy({ kind: 'delay', ms: 700 });
@@ -206,3 +218,37 @@ async function waitUntilGone(client: ReturnType<typeof createTestClient>, tableN
   }
   throw new Error(`table ${tableName} still exists`);
 }
+
+describe("DynamoDB not listening (a closed loopback port), in a Jest test as in a user's own suite", () => {
+  let endpoint: string;
+  const managers: LockManager[] = [];
+  beforeAll(async () => {
+    endpoint = `http://127.0.0.1:${await findFreePort()}`; // nothing listens on it
+  });
+  afterAll(() => Promise.all(managers.map((m) => m.close())));
+  const manager = () => {
+    const m = new LockManager({
+      tableName: 'locks-refused',
+      requestTimeout: '2s',
+      verifyTable: false,
+      clientConfig: { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
+      logger: new MemoryLogger(),
+    });
+    managers.push(m);
+    return m;
+  };
+
+  it('acquire({ wait }) rejects with LockUnavailableError whose cause tells the refused connection', async () => {
+    const { ms, error } = await timed(manager().acquire(newKey('refused'), { wait: 300 }));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(String((error as LockUnavailableError).cause)).toContain('ECONNREFUSED');
+    expect((error as LockUnavailableError).message).toContain('ECONNREFUSED');
+    expect(ms).toBeLessThan(300 + 2_000 + 1_000);
+  });
+
+  it('tryAcquire() rejects with LockUnavailableError, and so does a semaphore', async () => {
+    const locks = manager();
+    await expect(locks.tryAcquire(newKey('refused-try'))).rejects.toBeInstanceOf(LockUnavailableError);
+    await expect(locks.acquire(newKey('refused-sem'), { limit: 2, wait: 200 })).rejects.toBeInstanceOf(LockUnavailableError);
+  });
+});
