@@ -2,6 +2,7 @@
  * Every message the CLI shows a user, in one place: errors, notes, progress and help texts.
  * Command descriptions and examples stay next to each command's definition.
  */
+import type { LockTableLocation } from '../errors/lock.errors';
 import { shownErrorName } from '../errors/lock.messages';
 import type { LockInfo } from '../interfaces/lock-info.interface';
 import { ExitCode } from './exit-codes';
@@ -48,8 +49,8 @@ export const INVALID_TABLE_NAME = (name: string) =>
 export const INVALID_ENDPOINT = (endpoint: string) =>
   `--endpoint (or DYNAMODB_ENDPOINT): ${quote(endpoint)} is not an http:// or https:// URL; use for example http://localhost:8000.`;
 
-export const INVALID_SETTING = (detail: string) =>
-  `invalid setting: ${detail} (check --table, --owner, --key-prefix and DYNAMO_LOCK_TABLE, DYNAMO_LOCK_OWNER, DYNAMO_LOCK_KEY_PREFIX).`;
+/** `detail`: the library's message, which names the flag (`--key-prefix (or DYNAMO_LOCK_KEY_PREFIX) ...`). */
+export const INVALID_SETTING = (detail: string) => `invalid setting: ${detail}`;
 
 export const INVALID_LIMIT = (value: string, max: number) =>
   `--limit: ${quote(value)} is not a whole number from 1 to ${max} (the most commands holding the lock at once, across hosts).`;
@@ -157,8 +158,15 @@ export const NO_LOCKS = (prefix: string) => (prefix ? `No locks held with keys s
 
 // ---- AWS and infrastructure (exit 4) ----
 
-export const TABLE_NOT_FOUND = (table: string) =>
-  `DynamoDB table ${quote(table)} does not exist: name the table you use with --table (or DYNAMO_LOCK_TABLE), or create this one with \`${PROGRAM} table-create --table ${table}\`.`;
+/** `location`: where it was looked for (region, endpoint), when known. */
+export const TABLE_NOT_FOUND = (table: string, location?: LockTableLocation) =>
+  `DynamoDB table ${quote(table)} does not exist${location ? tablePlace(location) : ''}: name the table you use with --table (or DYNAMO_LOCK_TABLE)${
+    location ? ' and its region with --region (or AWS_REGION)' : ''
+  }, or create this one with \`${PROGRAM} table-create --table ${table}\`.`;
+
+/** ` in region eu-west-1 at http://localhost:8000`: where a table was looked for. */
+const tablePlace = ({ region, endpoint }: LockTableLocation) =>
+  `${region === undefined ? '' : ` in region ${region}`}${endpoint === undefined ? '' : ` at ${endpoint}`}`;
 
 export const ENDPOINT_UNREACHABLE = (endpoint: string | undefined, detail: string) =>
   `cannot reach DynamoDB${endpoint ? ` at ${endpoint}` : ''}: ${detail}.`;

@@ -55,7 +55,7 @@ export function classifyError(error: unknown, context: ErrorContext = {}): Error
   if (error instanceof LockUnavailableError) return { exitCode: ExitCode.infrastructure, message: error.message };
   // A missing table: the CLI's own advice (--table, table-create), not the module's options.
   if (error instanceof LockTableError && error.problem === 'missing') {
-    return { exitCode: ExitCode.infrastructure, message: TABLE_NOT_FOUND(error.tableName) };
+    return { exitCode: ExitCode.infrastructure, message: TABLE_NOT_FOUND(error.tableName, error.location) };
   }
   // The table check words SDK failures for the library's options; the CLI says them its own way
   // (--endpoint, --region, --profile), as for every other command.

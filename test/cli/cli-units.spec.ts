@@ -224,10 +224,19 @@ describe('exit codes', () => {
       exitCode: 4,
       message: 'cannot reach DynamoDB at http://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1.',
     });
-    // A missing table found by exec or inspect: the CLI's advice, not the module's options.
+    // A missing table found by exec or inspect: the CLI's advice, not the module's options; where it looked, when known.
     expect(classifyError(new LockTableError('Create it with `createTable: true` ...', 'locks', 'missing'))).toEqual(
       classifyError(notFound, { tableName: 'locks' }),
     );
+    const located = new LockTableError('...', 'locks', 'missing', {
+      region: 'eu-west-1',
+      endpoint: 'https://dynamodb.eu-west-1.amazonaws.com',
+    });
+    expect(classifyError(located)).toEqual({
+      exitCode: 4,
+      message:
+        'DynamoDB table "locks" does not exist in region eu-west-1 at https://dynamodb.eu-west-1.amazonaws.com: name the table you use with --table (or DYNAMO_LOCK_TABLE) and its region with --region (or AWS_REGION), or create this one with `dynamo-lock table-create --table locks`.',
+    });
     // An outage while taking a lock keeps the library's words: the lock, the time tried, not a busy lock.
     const outage = new LockUnavailableError('Lock "k" could not be acquired: ...', 'k', 0, 3_000, { cause: refused });
     expect(classifyError(outage, { endpoint: 'http://127.0.0.1:1' })).toEqual({ exitCode: 4, message: outage.message });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ATTR } from '../../store/mutex/mutex.record';
-import { describeTtl, ensureLockTable } from '../../store/dynamo/lock-table';
+import { checkLockTable, describeTtl } from '../../store/dynamo/lock-table';
 import { LockTableError } from '../../errors/lock.errors';
 import { TABLE_NOT_FOUND, TABLE_OK, TTL_STATUS } from '../cli.messages';
 import { CliError } from '../cli.errors';
@@ -27,11 +27,11 @@ export function registerTableCheck(program: Command, runner: CommandRunner): voi
 async function tableCheck(session: Session): Promise<number> {
   const { client } = session.manager;
   try {
-    await ensureLockTable(client, session.tableName, { create: false });
+    await checkLockTable(client, session.tableName, { create: false }, 'cli');
   } catch (error) {
-    // The library's message is written for the Nest module; say it the CLI's way.
+    // The library's message advises the library's options; say it the CLI's way (--table, --region).
     if (error instanceof LockTableError && error.problem === 'missing') {
-      throw new CliError(TABLE_NOT_FOUND(session.tableName), ExitCode.infrastructure, { cause: error });
+      throw new CliError(TABLE_NOT_FOUND(session.tableName, error.location), ExitCode.infrastructure, { cause: error });
     }
     throw error;
   }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ATTR } from '../../store/mutex/mutex.record';
-import { createTableWithTtl, describeTtl, ensureLockTable } from '../../store/dynamo/lock-table';
+import { checkLockTable, createTableWithTtl, describeTtl } from '../../store/dynamo/lock-table';
 import { TABLE_CREATED, TABLE_EXISTED, TTL_NOT_ENABLED, TTL_STATUS } from '../cli.messages';
 import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';
@@ -25,7 +25,7 @@ export function registerTableCreate(program: Command, runner: CommandRunner): vo
 async function tableCreate(session: Session): Promise<number> {
   const { client } = session.manager;
   const { created, ttlError } = await createTableWithTtl(client, session.tableName);
-  await ensureLockTable(client, session.tableName, { create: false });
+  await checkLockTable(client, session.tableName, { create: false }, 'cli');
   const ttl = await describeTtl(client, session.tableName);
   const ttlOn = ttl === 'ENABLED' || ttl === 'ENABLING';
   if (!session.quiet) {

@@ -15,8 +15,9 @@ import type {
   UpdateItemCommand,
   UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
-import { LockTableError } from '../../errors/lock.errors';
-import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../../errors/lock.messages';
+import type { LockEntryPoint } from '../../errors/entry-point';
+import { REQUEST_TIMED_OUT } from '../../errors/lock.messages';
+import { missingTableError } from './lock-table';
 
 /** The requests sent with a time limit: the lock table's, and the fenced writes to the caller's tables. */
 export type TimedCommand =
@@ -113,7 +114,7 @@ export async function sendToTable(
   client: DynamoDBClient,
   operation: string,
   command: UpdateItemCommand | GetItemCommand | ScanCommand,
-  { tableName, requestTimeoutMs }: TableTarget,
+  { tableName, requestTimeoutMs, createTable = false, entryPoint = 'LockManager' }: TableTarget,
 ): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
   try {
     return await sendWithinLimit(client, command, requestTimeoutMs, (lastAttempt) =>
@@ -121,14 +122,19 @@ export async function sendToTable(
     );
   } catch (error) {
     if (error instanceof Error && error.name === 'ResourceNotFoundException') {
-      throw new LockTableError(TABLE_MISSING(tableName), tableName, 'missing');
+      throw await missingTableError(client, tableName, entryPoint, createTable ? 'gone' : 'missing');
     }
     throw error;
   }
 }
 
-/** The table a request goes to, and its time limit in ms (none when absent). */
+/**
+ * The table a request goes to, and its time limit in ms (none when absent); and, for the error of
+ * a missing table, whether the options create it at start-up and what they were written for.
+ */
 export interface TableTarget {
   tableName: string;
   requestTimeoutMs?: number;
+  createTable?: boolean;
+  entryPoint?: LockEntryPoint;
 }
