@@ -126,6 +126,9 @@ describeEachServer('errors that mean the same everywhere', (server) => {
       `Create it with \`createTable: true\` in the LockManager options, with \`npx dynamo-lock table-create --table ${tableName} --region ${region} --endpoint ${server.endpoint}\``,
     );
     expect(error.message).not.toContain('DynamoLockModule');
+    const direct = (await rejectionOf(ensureLockTable(fixture.newClient(), tableName, { create: false }))) as LockTableError;
+    expect(direct.location).toEqual(error.location);
+    expect(direct.message).toContain('Create it with `create: true` in ensureLockTable(), with `npx dynamo-lock table-create');
   });
 });
 
