@@ -3,7 +3,9 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Lock } from './core/engine/lock';
 import { exposeInternals, internalsOf } from './core/engine/lock.internals';
 import { LockManager } from './core/lock.manager';
-import type { ResolvedLockOptions } from './core/engine/lock-options.resolver';
+import { entryPointOf, type ResolvedLockOptions, withEntryPoint } from './core/engine/lock-options.resolver';
+import { LockConfigurationError } from './errors/lock.errors';
+import { OPTIONS_NOT_OBJECT } from './errors/lock.messages';
 import { DYNAMO_LOCK_OPTIONS } from './dynamo-lock.module-definition';
 import type { AcquireOptions } from './interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from './interfaces/dynamo-lock-options.interface';
@@ -37,10 +39,16 @@ import type { Leadership } from './core/leadership/leadership';
 export class LockService implements OnModuleInit, OnApplicationShutdown {
   readonly #manager: LockManager;
 
+  /** @throws LockConfigurationError when an option is invalid, naming `forRoot()`, `forRootAsync()` or `forTesting()`. */
   constructor(@Inject(DYNAMO_LOCK_OPTIONS) options: DynamoLockOptions) {
-    // Anything but an object is left for the options check, which names the mistake.
+    // The module's methods note themselves on the options; without them, the module is named.
+    const entry = entryPointOf(options) ?? 'module';
+    const given: unknown = options;
+    if (given !== undefined && (given === null || typeof given !== 'object')) {
+      throw new LockConfigurationError(OPTIONS_NOT_OBJECT(given, entry));
+    }
     this.#manager = new LockManager(
-      options !== null && typeof options === 'object' ? { ...options, logger: options.logger ?? new Logger('DynamoLock') } : options,
+      withEntryPoint(options === undefined ? {} : { ...options, logger: options.logger ?? new Logger('DynamoLock') }, entry),
     );
     exposeInternals(this, internalsOf(this.#manager));
   }

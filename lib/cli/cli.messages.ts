@@ -2,6 +2,7 @@
  * Every message the CLI shows a user, in one place: errors, notes, progress and help texts.
  * Command descriptions and examples stay next to each command's definition.
  */
+import type { LockTableLocation } from '../errors/lock.errors';
 import { CLI_KEY_OPTIONS, CONFIGURED_KEYS_TEXT, DESCRIBED_KEYS_TEXT, FITTING_KEYS_TEXT, shownErrorName } from '../errors/lock.messages';
 import type { LockInfo } from '../interfaces/lock-info.interface';
 import type { LockTableKeys } from '../interfaces/lock-table-keys.interface';
@@ -50,8 +51,8 @@ export const INVALID_TABLE_NAME = (name: string) =>
 export const INVALID_ENDPOINT = (endpoint: string) =>
   `--endpoint (or DYNAMODB_ENDPOINT): ${quote(endpoint)} is not an http:// or https:// URL; use for example http://localhost:8000.`;
 
-export const INVALID_SETTING = (detail: string) =>
-  `invalid setting: ${detail} (check --table, --owner, --key-prefix, --partition-key, --sort-key and DYNAMO_LOCK_TABLE, DYNAMO_LOCK_OWNER, DYNAMO_LOCK_KEY_PREFIX, DYNAMO_LOCK_PARTITION_KEY, DYNAMO_LOCK_SORT_KEY).`;
+/** `detail`: the library's message, which names the flag (`--key-prefix (or DYNAMO_LOCK_KEY_PREFIX) ...`). */
+export const INVALID_SETTING = (detail: string) => `invalid setting: ${detail}`;
 
 export const INVALID_SORT_KEY = (value: string) =>
   `--sort-key (or DYNAMO_LOCK_SORT_KEY): ${quote(value)} is not NAME=VALUE: give the table's sort key attribute and the value lock items have in it, e.g. --sort-key SK=LOCK (the value is everything after the first "=").`;
@@ -189,8 +190,15 @@ export const NO_LOCKS = (prefix: string) => (prefix ? `No locks held with keys s
 
 // ---- AWS and infrastructure (exit 4) ----
 
-export const TABLE_NOT_FOUND = (table: string, keys?: LockTableKeys) =>
-  `DynamoDB table ${quote(table)} does not exist: name the table you use with --table (or DYNAMO_LOCK_TABLE), or create this one with \`${PROGRAM} table-create --table ${table}${CLI_KEY_OPTIONS(keys)}\`.`;
+/** `keys`: the table's key attributes as configured; `location`: where it was looked for (region, endpoint), when known. */
+export const TABLE_NOT_FOUND = (table: string, keys?: LockTableKeys, location?: LockTableLocation) =>
+  `DynamoDB table ${quote(table)} does not exist${location ? tablePlace(location) : ''}: name the table you use with --table (or DYNAMO_LOCK_TABLE)${
+    location ? ' and its region with --region (or AWS_REGION)' : ''
+  }, or create this one with \`${PROGRAM} table-create --table ${table}${CLI_KEY_OPTIONS(keys)}\`.`;
+
+/** ` in region eu-west-1 at http://localhost:8000`: where a table was looked for. */
+const tablePlace = ({ region, endpoint }: LockTableLocation) =>
+  `${region === undefined ? '' : ` in region ${region}`}${endpoint === undefined ? '' : ` at ${endpoint}`}`;
 
 export const ENDPOINT_UNREACHABLE = (endpoint: string | undefined, detail: string) =>
   `cannot reach DynamoDB${endpoint ? ` at ${endpoint}` : ''}: ${detail}.`;

@@ -58,7 +58,7 @@ export function classifyError(error: unknown, context: ErrorContext = {}): Error
   if (error instanceof LockUnavailableError) return { exitCode: ExitCode.infrastructure, message: error.message };
   // A missing table: the CLI's own advice (--table, table-create), not the module's options.
   if (error instanceof LockTableError && error.problem === 'missing') {
-    return { exitCode: ExitCode.infrastructure, message: TABLE_NOT_FOUND(error.tableName, context.tableKeys) };
+    return { exitCode: ExitCode.infrastructure, message: TABLE_NOT_FOUND(error.tableName, context.tableKeys, error.location) };
   }
   // The table check words SDK failures for the library's options; the CLI says them its own way
   // (--endpoint, --region, --profile), as for every other command.

@@ -1,6 +1,8 @@
 import type { DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { withEntryPoint } from '../core/engine/lock-options.resolver';
 import { LockManager } from '../core/lock.manager';
 import { tableKeysOf } from '../core/engine/table-keys.options';
+import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import { LockConfigurationError } from '../errors/lock.errors';
 import { isHttpUrl } from '../store/dynamo/dynamo-endpoint';
 import { isTableName } from '../store/dynamo/lock-table';
@@ -61,7 +63,7 @@ export class Session {
     if (options.region) clientConfig.region = options.region;
     this.logger = new CliLogger(io, this.debug);
     try {
-      this.manager = new LockManager({
+      const lockOptions: DynamoLockOptions = {
         tableName: options.table,
         ownerName: options.owner ?? defaultOwnerName(sessionOptions.ownerWithPid === true),
         keyPrefix: options.keyPrefix,
@@ -70,7 +72,9 @@ export class Session {
         clientConfig,
         verifyTable: false,
         logger: this.logger,
-      });
+      };
+      // Errors then name the flags (--key-prefix...), not the library's options.
+      this.manager = new LockManager(withEntryPoint(lockOptions, 'cli'));
     } catch (error) {
       if (error instanceof LockConfigurationError) throw new UsageError(INVALID_SETTING(error.message), { cause: error });
       throw error;

@@ -12,7 +12,7 @@ import { type Lock, nestedLock, releaseQuietly } from './engine/lock';
 import { LockContext } from './engine/lock.context';
 import { LockEvents } from './engine/lock.events';
 import { exposeInternals } from './engine/lock.internals';
-import { checkAcquireOptions, resolveLockOptions, type ResolvedLockOptions } from './engine/lock-options.resolver';
+import { checkAcquireOptions, entryPointOf, resolveLockOptions, type ResolvedLockOptions } from './engine/lock-options.resolver';
 import { LockStoreFactory } from './engine/lock-store.factory';
 import { LeaderCampaigns } from './leadership/leader.campaigns';
 import type { LeadOptions } from './leadership/lead-options';
@@ -38,9 +38,11 @@ export class LockManager {
 
   /** @throws LockConfigurationError when an option is invalid. */
   constructor(options: DynamoLockOptions = {}) {
-    this.options = resolveLockOptions(options);
+    // The Nest module and the CLI note their entry point on the options, so errors name it.
+    const entry = entryPointOf(options) ?? 'LockManager';
+    this.options = resolveLockOptions(options, entry);
     this.events = new LockEvents(this.options.logger, this.options);
-    this.backend = new LockStoreFactory(options, this.options);
+    this.backend = new LockStoreFactory(options, this.options, entry);
     const { stores } = this.backend;
     const release = (lock: Lock) => releaseQuietly(lock, this.options.logger);
     this.primitives = createPrimitives({

@@ -20,6 +20,6 @@ export interface EndpointInfo {
   /** The endpoint as configured (or AWS's regional URL); `undefined` when it cannot be known (no region). */
   url: string | undefined;
   source: EndpointSource;
-  /** The region, for AWS's own endpoint, when one is set. */
+  /** The client's region, when one is set (whatever the endpoint: DynamoDB Local keeps a database per region, too). */
   region?: string;
 }

@@ -146,12 +146,25 @@ export class LockConfigurationError extends DynamoLockError {}
 /** What is wrong with the lock table. */
 export type LockTableProblem = 'missing' | 'wrong-schema' | 'not-active';
 
-/** Thrown at start-up (or by `ensureLockTable`) when the lock table is missing, has another key schema, or never becomes active. */
+/** Where a lock table was looked for: the DynamoDB client's region and endpoint. */
+export interface LockTableLocation {
+  /** The client's AWS region, when one is set. */
+  readonly region?: string;
+  /** The URL the client sends to: AWS's endpoint for the region, or one set for it (DynamoDB Local's, say); absent when unknown. */
+  readonly endpoint?: string;
+}
+
+/**
+ * Thrown at start-up (or by `ensureLockTable`) when the lock table is missing, has another key
+ * schema, or never becomes active; and by a request to a table that no longer exists.
+ */
 export class LockTableError extends LockConfigurationError {
   constructor(
     message: string,
     readonly tableName: string,
     readonly problem: LockTableProblem,
+    /** Where the table was looked for (the region and endpoint of a `missing` table), when known. */
+    readonly location?: LockTableLocation,
   ) {
     super(message);
   }

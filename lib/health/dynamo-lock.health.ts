@@ -98,7 +98,8 @@ export class DynamoLockHealthIndicator {
   ): Promise<HealthIndicatorResult<Key>> {
     const timeoutMs = options.timeout === undefined ? DEFAULT_HEALTH_TIMEOUT_MS : parseDuration(options.timeout, 'timeout');
     const indicator = this.healthIndicatorService.check(key);
-    const details = detailsOf(await askStore(internalsOf(this.lockService).stores, timeoutMs), timeoutMs);
+    const health = await askStore(internalsOf(this.lockService).stores, timeoutMs);
+    const details = detailsOf(health, timeoutMs, this.lockService.options.createTable);
     return details.message === undefined ? indicator.up(details) : indicator.down(details);
   }
 }
@@ -118,22 +119,25 @@ async function askStore(store: LockStores, timeoutMs: number): Promise<StoreHeal
   }
 }
 
-/** What the indicator reports for the store's `health`: with a `message` when it is down. */
-function detailsOf(health: StoreHealth | { store: 'custom' }, timeoutMs: number): DynamoLockHealthDetails {
+/**
+ * What the indicator reports for the store's `health`: with a `message` when it is down.
+ * `createTable`: whether the app created (or found) the table at start-up, so a missing one was deleted since.
+ */
+function detailsOf(health: StoreHealth | { store: 'custom' }, timeoutMs: number, createTable: boolean): DynamoLockHealthDetails {
   if (health.store !== 'dynamodb') return { store: health.store };
   const { table, tableStatus, latencyMs } = health;
-  if (tableStatus === undefined) return { store: 'dynamodb', table, latencyMs, message: failureMessage(health, timeoutMs) };
+  if (tableStatus === undefined) return { store: 'dynamodb', table, latencyMs, message: failureMessage(health, timeoutMs, createTable) };
   const details: DynamoLockHealthDetails = { store: 'dynamodb', table, tableStatus, latencyMs };
   return tableStatus === 'ACTIVE' ? details : { ...details, message: HEALTH_NOT_ACTIVE(table, tableStatus) };
 }
 
 /** Why the table could not be checked, in words. */
-function failureMessage(health: TableHealth, timeoutMs: number): string {
+function failureMessage(health: TableHealth, timeoutMs: number, createTable: boolean): string {
   switch (health.failure) {
     case 'aborted':
       return HEALTH_TIMEOUT(health.table, timeoutMs);
     case 'missing':
-      return HEALTH_TABLE_MISSING(health.table);
+      return HEALTH_TABLE_MISSING(health.table, health.endpoint, createTable);
     default:
       return HEALTH_UNREACHABLE(health.table, health.error);
   }

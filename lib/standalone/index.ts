@@ -44,6 +44,7 @@ export {
   type LockKeyProblem,
   LockConfigurationError,
   LockTableError,
+  type LockTableLocation,
   type LockTableProblem,
   type LockHolder,
   type LockLostReason,

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoStoreOptions } from './dynamo/dynamo-store.options';
 import { DynamoFencingStore } from './fencing/fencing.dynamo-store';
-import { ensureLockTable, tableHealth } from './dynamo/lock-table';
+import { checkLockTable, tableHealth } from './dynamo/lock-table';
 import type { LockStores } from './lock-stores';
 import { DynamoMutexStore } from './mutex/mutex.dynamo-store';
 import { DynamoSemaphoreStore } from './semaphore/semaphore.dynamo-store';
@@ -30,7 +30,8 @@ export class DynamoLockStores implements LockStores {
 
   /** Checks that the table exists with the configured key schema, creating it when `create` is set. */
   prepare(create: boolean): Promise<void> {
-    return ensureLockTable(this.client, this.options.tableName, { create, logger: this.options.logger, keys: this.options.keys });
+    const { tableName, logger, keys, entryPoint = 'LockManager' } = this.options;
+    return checkLockTable(this.client, tableName, { create, logger, keys }, entryPoint);
   }
 
   /** The table's status, from one `DescribeTable` that stops waiting when `signal` aborts. */

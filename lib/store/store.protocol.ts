@@ -2,6 +2,8 @@
  * What every store of lock items says, whatever the primitive: how a read sees the item, and what a
  * place for lock items (a DynamoDB table, or memory) answers to a health check.
  */
+import type { EndpointInfo } from '../errors/endpoint-info';
+
 /**
  * What a store answers to a health check (`LockStores.health`): the in-memory store has
  * nothing to contact; the DynamoDB store reports its table.
@@ -24,6 +26,8 @@ export interface TableHealth {
   failure?: 'missing' | 'aborted' | 'failed';
   /** The error of a `'failed'` check. */
   error?: unknown;
+  /** Where the table was looked for, when it is `'missing'`. */
+  endpoint?: EndpointInfo;
 }
 
 /** How a read sees the item: as of the last write (`'strong'`), or possibly a little earlier (`'eventual'`). */

@@ -1,5 +1,6 @@
 import type { DynamicModule, Type } from '@nestjs/common';
 import { DYNAMO_LOCK_OPTIONS } from '../dynamo-lock.module-definition';
+import { withEntryPoint } from '../core/engine/lock-options.resolver';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import { MemoryLockStore } from '../store/memory-lock.store';
 
@@ -29,12 +30,10 @@ export interface DynamoLockTestingOptions extends Omit<DynamoLockOptions, 'creat
  */
 export function dynamoLockTestingModule(module: Type<unknown>, options: DynamoLockTestingOptions = {}): DynamicModule {
   const { isGlobal = true, ...lockOptions } = options;
-  const resolved: DynamoLockOptions = {
-    ...lockOptions,
-    store: lockOptions.store ?? new MemoryLockStore(),
-    verifyTable: false,
-    createTable: false,
-  };
+  const resolved = withEntryPoint(
+    { ...lockOptions, store: lockOptions.store ?? new MemoryLockStore(), verifyTable: false, createTable: false },
+    'forTesting',
+  );
   return {
     module,
     global: isGlobal,

@@ -1,7 +1,8 @@
 /**
  * Unit tests of the CLI's pure parts: durations and JSON options, lease-id argument handling,
  * table rendering, time formatting, error classification, and the progress line on a
- * (fake) terminal. The commands themselves are tested end to end in `cli.e2e-spec.ts`.
+ * (fake) terminal; and the environment the end-to-end tests run the CLI in. The commands
+ * themselves are tested end to end in `cli.e2e-spec.ts`.
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { CommanderError } from 'commander';
@@ -18,6 +19,7 @@ import { formatDuration, relativeTime } from '../../lib/cli/output/format-time';
 import { lockInfoFields, lockInfoJson, lockInfoRow, LOCK_COLUMNS } from '../../lib/cli/output/lock-info.view';
 import { renderFields, renderTable } from '../../lib/cli/output/table';
 import { WaitProgress } from '../../lib/cli/progress';
+import { Cli } from './support/cli-process';
 
 /** A stream that records what is written to it. */
 class MemorySink implements TextSink {
@@ -222,10 +224,19 @@ describe('exit codes', () => {
       exitCode: 4,
       message: 'cannot reach DynamoDB at http://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1.',
     });
-    // A missing table found by exec or inspect: the CLI's advice, not the module's options.
+    // A missing table found by exec or inspect: the CLI's advice, not the module's options; where it looked, when known.
     expect(classifyError(new LockTableError('Create it with `createTable: true` ...', 'locks', 'missing'))).toEqual(
       classifyError(notFound, { tableName: 'locks' }),
     );
+    const located = new LockTableError('...', 'locks', 'missing', {
+      region: 'eu-west-1',
+      endpoint: 'https://dynamodb.eu-west-1.amazonaws.com',
+    });
+    expect(classifyError(located)).toEqual({
+      exitCode: 4,
+      message:
+        'DynamoDB table "locks" does not exist in region eu-west-1 at https://dynamodb.eu-west-1.amazonaws.com: name the table you use with --table (or DYNAMO_LOCK_TABLE) and its region with --region (or AWS_REGION), or create this one with `dynamo-lock table-create --table locks`.',
+    });
     // An outage while taking a lock keeps the library's words: the lock, the time tried, not a busy lock.
     const outage = new LockUnavailableError('Lock "k" could not be acquired: ...', 'k', 0, 3_000, { cause: refused });
     expect(classifyError(outage, { endpoint: 'http://127.0.0.1:1' })).toEqual({ exitCode: 4, message: outage.message });
@@ -279,5 +290,51 @@ describe('progress line', () => {
     await jest.advanceTimersByTimeAsync(2_500);
     progress.stop();
     expect(stderr.text).toBe('');
+  });
+});
+
+describe("the environment of the end-to-end tests' CLI runs", () => {
+  const saved = { ...process.env };
+  afterEach(() => {
+    for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+    Object.assign(process.env, saved);
+  });
+  const userEnvironment = {
+    AWS_ENDPOINT_URL_DYNAMODB: 'http://localhost:8000',
+    AWS_REGION: 'eu-west-1',
+    AWS_ACCESS_KEY_ID: 'newcomer',
+    AWS_SECRET_ACCESS_KEY: 'secret',
+    AWS_SESSION_TOKEN: 'session',
+    AWS_PROFILE: 'dev',
+    AWS_MAX_ATTEMPTS: '10',
+    DYNAMODB_ENDPOINT: 'http://localhost:8001',
+    DYNAMO_LOCK_TABLE: 'their-locks',
+    DYNAMO_LOCK_KEY_PREFIX: 'theirs:',
+  };
+
+  it('keep, against an external server, the credentials and region the README tells users to set and nothing else; against a local server, dummy ones (a profile would take precedence over them)', () => {
+    Object.assign(process.env, userEnvironment);
+    const env = new Cli({ name: 'external', endpoint: 'http://localhost:8000' }).env();
+    expect(env).toMatchObject({
+      AWS_REGION: 'eu-west-1',
+      AWS_ACCESS_KEY_ID: 'newcomer',
+      AWS_SECRET_ACCESS_KEY: 'secret',
+      AWS_SESSION_TOKEN: 'session',
+      AWS_PROFILE: 'dev',
+    });
+    for (const name of [
+      'AWS_ENDPOINT_URL_DYNAMODB',
+      'AWS_MAX_ATTEMPTS',
+      'DYNAMODB_ENDPOINT',
+      'DYNAMO_LOCK_TABLE',
+      'DYNAMO_LOCK_KEY_PREFIX',
+    ]) {
+      expect(env).not.toHaveProperty(name);
+    }
+    // A local server was started with -sharedDb: any credentials see its tables.
+    const local = new Cli({ name: 'dynalite', endpoint: 'http://127.0.0.1:9' }).env();
+    expect(local).toMatchObject({ AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' });
+    for (const name of ['AWS_PROFILE', 'AWS_SESSION_TOKEN', 'AWS_ENDPOINT_URL_DYNAMODB', 'DYNAMO_LOCK_TABLE'])
+      expect(local).not.toHaveProperty(name);
   });
 });

@@ -119,6 +119,20 @@ describe('dynamo-lock CLI: help, version, usage errors', () => {
     }
   });
 
+  it("exits 2 for an invalid --owner or --key-prefix, naming the flag and its variable (not the library's options)", async () => {
+    const owner = await cli().run(['inspect', 'deploy', '--owner', 'o'.repeat(257)]);
+    expectExit(owner, 2);
+    expect(lines(owner.stderr)).toEqual([
+      expect.stringMatching(
+        /^dynamo-lock: invalid setting: --owner \(or DYNAMO_LOCK_OWNER\) must be a non-empty string of at most 256 characters; got "o+…"\.$/,
+      ),
+    ]);
+    const prefix = await cli().run(['inspect', 'deploy'], { env: { DYNAMO_LOCK_KEY_PREFIX: 'p'.repeat(2048) } });
+    expectExit(prefix, 2);
+    expect(prefix.stderr).toMatch(/^dynamo-lock: invalid setting: --key-prefix \(or DYNAMO_LOCK_KEY_PREFIX\) leaves no room for keys/);
+    expect(`${owner.stderr}${prefix.stderr}`).not.toContain('DynamoLockModule');
+  });
+
   it('exits 2 for malformed --data JSON', async () => {
     const result = await cli().run(['acquire', 'deploy', '--data', '{oops']);
     expectExit(result, 2);
@@ -178,14 +192,20 @@ describeEachServer('dynamo-lock CLI', (server) => {
       expect(again.stderr).toContain(`Lock table "${tableName}" already exists`);
     });
 
-    it('table-check exits 4 with one line on a missing table', async () => {
+    it('table-check exits 4 with one line on a missing table, naming the region and endpoint it looked at', async () => {
       const missing = uniqueTableName('missing');
-      const result = await new Cli(server, ['--table', missing]).run(['table-check']);
+      const missingTable = new Cli(server, ['--table', missing]);
+      const region = missingTable.env().AWS_REGION;
+      const result = await missingTable.run(['table-check']);
       expectExit(result, 4);
       expect(result.stdout).toBe('');
       expect(lines(result.stderr)).toEqual([
-        `dynamo-lock: DynamoDB table "${missing}" does not exist: name the table you use with --table (or DYNAMO_LOCK_TABLE), or create this one with \`dynamo-lock table-create --table ${missing}\`.`,
+        `dynamo-lock: DynamoDB table "${missing}" does not exist in region ${region} at ${server.endpoint}: name the table you use with --table (or DYNAMO_LOCK_TABLE) and its region with --region (or AWS_REGION), or create this one with \`dynamo-lock table-create --table ${missing}\`.`,
       ]);
+      // The first request of another command says the same.
+      const inspect = await missingTable.run(['inspect', 'deploy']);
+      expectExit(inspect, 4);
+      expect(lines(inspect.stderr)).toEqual(lines(result.stderr));
     });
   });
 

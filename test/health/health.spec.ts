@@ -17,7 +17,7 @@ import { DynamoLockModule, type DynamoLockOptions } from '../../lib';
 import { DynamoLockHealthIndicator } from '../../lib/health';
 import { findFreePort } from '../../tools/free-port.mjs';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
-import { describeEachServer, uniqueTableName } from '../support/servers';
+import { deleteTable, deleteTableAndWait, describeEachServer, testClientConfig, uniqueTableName } from '../support/servers';
 
 @Controller('health')
 class HealthController {
@@ -121,8 +121,25 @@ describeEachServer('DynamoLockHealthIndicator', (server) => {
       store: 'dynamodb',
       table: missing,
       latencyMs: expect.any(Number),
-      message: `DynamoDB lock table "${missing}" does not exist: create it (DynamoLockModule option \`createTable: true\`, or \`dynamo-lock table-create\`) or fix tableName.`,
+      message: `DynamoDB lock table "${missing}" does not exist in region ${String(testClientConfig(server).region)} at "${server.endpoint}" (from the DynamoDB client passed as the client option): create it (DynamoLockModule option \`createTable: true\`, or \`dynamo-lock table-create\`), or fix tableName or the region.`,
     });
+  });
+
+  it('with createTable on, a table deleted while the app runs is down saying that a restart creates it (503)', async () => {
+    const table = uniqueTableName('deleted');
+    const client = fixture.newClient();
+    try {
+      const url = await boot(DynamoLockModule.forRoot(options({ tableName: table, createTable: true })));
+      await deleteTableAndWait(client, table);
+      const { code, body } = await probe(`${url}/health`);
+      expect(code).toBe(503);
+      expect(body.error?.locks).toMatchObject({ status: 'down', store: 'dynamodb', table });
+      expect(body.error?.locks.message).toBe(
+        `DynamoDB lock table "${table}" does not exist in region ${String(testClientConfig(server).region)} at "${server.endpoint}" (from the DynamoDB client passed as the client option): it was deleted while the app ran, and createTable creates a missing table only at start-up: restart the app to create it again (or create it with \`dynamo-lock table-create\`).`,
+      );
+    } finally {
+      await deleteTable(client, table);
+    }
   });
 });
 

@@ -11,7 +11,7 @@ import { classifyError } from '../../lib/cli/error-report';
 import { findFreePort } from '../../tools/free-port.mjs';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { rejectionOf } from '../support/rejection';
-import { describeEachServer, stealLock } from '../support/servers';
+import { describeEachServer, stealLock, testClientConfig } from '../support/servers';
 
 let keySeq = 0;
 const newKey = (name: string) => `${name}-${++keySeq}`;
@@ -111,6 +111,24 @@ describeEachServer('errors that mean the same everywhere', (server) => {
     const error = await rejectionOf(manager.init());
     expect(error).toBeInstanceOf(LockTableError);
     expect((error as LockTableError).problem).toBe('missing');
+  });
+
+  it("a missing table at a standalone manager's start-up names where it looked and LockManager's option", async () => {
+    const tableName = `${fixture.tableName}-never-made`;
+    const manager = fixture.manager({ tableName });
+    const error = (await rejectionOf(manager.init())) as LockTableError;
+    const region = String(testClientConfig(server).region);
+    expect(error.location).toEqual({ region, endpoint: server.endpoint });
+    expect(error.message).toContain(
+      `for locks does not exist in region ${region} at "${server.endpoint}" (from the DynamoDB client passed as the client option).`,
+    );
+    expect(error.message).toContain(
+      `Create it with \`createTable: true\` in the LockManager options, with \`npx dynamo-lock table-create --table ${tableName} --region ${region} --endpoint ${server.endpoint}\``,
+    );
+    expect(error.message).not.toContain('DynamoLockModule');
+    const direct = (await rejectionOf(ensureLockTable(fixture.newClient(), tableName, { create: false }))) as LockTableError;
+    expect(direct.location).toEqual(error.location);
+    expect(direct.message).toContain('Create it with `create: true` in ensureLockTable(), with `npx dynamo-lock table-create');
   });
 });
 

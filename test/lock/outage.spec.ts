@@ -1,11 +1,19 @@
-import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockBusyError, type LockEvent, LockLostError, LockTableError, LockUnavailableError, LockManager, Lock } from '../../lib';
 import { type HungServer, startHungServer, startStallingProxy, type StallingProxy } from '../support/hung-server';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { findFreePort } from '../../tools/free-port.mjs';
 import { rejectionOf } from '../support/rejection';
-import { createLockTable, createTestClient, describeEachServer, testClientConfig, uniqueTableName } from '../support/servers';
+import {
+  createLockTable,
+  createTestClient,
+  deleteTable,
+  deleteTableAndWait,
+  describeEachServer,
+  testClientConfig,
+  uniqueTableName,
+} from '../support/servers';
 
 let keySeq = 0;
 const newKey = (name: string) => `${name}-${++keySeq}`;
@@ -113,6 +121,17 @@ describeEachServer('An outage is never contention', (server) => {
     });
   });
 
+  describe('connections reset (Node names it TimeoutError; under Jest the SDK keeps only its text)', () => {
+    it("acquire({ wait }) and tryAcquire() reject with LockUnavailableError, not the SDK's plain Error", async () => {
+      const resetting = await proxy({ kind: 'reset' });
+      const manager = fixture.manager({ requestTimeout: '2s' }, { endpoint: resetting.endpoint, maxAttempts: 1 });
+      const waited = await rejectionOf(manager.acquire(newKey('reset'), { wait: 300 }));
+      expect(waited).toBeInstanceOf(LockUnavailableError);
+      expect(String((waited as LockUnavailableError).cause)).toMatch(/socket hang up|ECONNRESET/);
+      await expect(manager.tryAcquire(newKey('reset-try'))).rejects.toBeInstanceOf(LockUnavailableError);
+    });
+  });
+
   describe('a slow DynamoDB', () => {
     it('an answer slower than wait on a free key gives the lock, not LockBusyError', async () => {
       const slow = await proxy({ kind: 'delay', ms: 700 });
@@ -174,8 +193,7 @@ describeEachServer('An outage is never contention', (server) => {
         try {
           const lock = await manager.acquire(newKey('before'));
           await lock.release();
-          await client.send(new DeleteTableCommand({ TableName: tableName }));
-          await waitUntilGone(client, tableName);
+          await deleteTableAndWait(client, tableName);
           const error = await rejectionOf(manager.acquire(newKey('after'), { wait: 500 }));
           expect(error).toBeInstanceOf(LockTableError);
           expect(error).toMatchObject({ problem: 'missing', tableName });
@@ -186,6 +204,54 @@ describeEachServer('An outage is never contention', (server) => {
         client.destroy();
       }
     });
+
+    it('says where it looked (region, endpoint) and, with createTable off, how a LockManager creates it', async () => {
+      const client = createTestClient(server);
+      const tableName = uniqueTableName('gone');
+      const { region } = testClientConfig(server);
+      const manager = new LockManager({
+        tableName,
+        clientConfig: testClientConfig(server),
+        verifyTable: false,
+        logger: new MemoryLogger(),
+      });
+      try {
+        const error = (await rejectionOf(manager.acquire(newKey('never'), { wait: 300 }))) as LockTableError;
+        expect(error).toBeInstanceOf(LockTableError);
+        expect(error.location).toEqual({ region, endpoint: server.endpoint });
+        expect(error.message).toContain(
+          `DynamoDB table "${tableName}" for locks does not exist in region ${String(region)} at "${server.endpoint}" (from the clientConfig.endpoint option).`,
+        );
+        expect(error.message).toContain('Create it with `createTable: true` in the LockManager options');
+        expect(error.message).not.toContain('DynamoLockModule');
+      } finally {
+        await manager.close();
+        client.destroy();
+      }
+    });
+
+    it('with createTable on, says that init() (or a restart) creates it, not to turn the option on; and init() does', async () => {
+      const client = createTestClient(server);
+      const tableName = uniqueTableName('gone');
+      const manager = new LockManager({ tableName, clientConfig: testClientConfig(server), createTable: true, logger: new MemoryLogger() });
+      try {
+        await manager.init();
+        await deleteTableAndWait(client, tableName);
+        const error = (await rejectionOf(manager.acquire(newKey('after'), { wait: 300 }))) as LockTableError;
+        expect(error).toBeInstanceOf(LockTableError);
+        expect(error).toMatchObject({ problem: 'missing', tableName });
+        expect(error.message).toMatch(/createTable is on, but it creates a missing table only at start-up/);
+        expect(error.message).toMatch(/Call init\(\) again \(or restart\) to create it\./);
+        expect(error.message).not.toMatch(/Create it with `createTable: true`/);
+        await manager.init();
+        const lock = await manager.acquire(newKey('recreated'));
+        expect(await lock.release()).toBe(true);
+      } finally {
+        await manager.close();
+        await deleteTable(client, tableName);
+        client.destroy();
+      }
+    });
   });
 
   afterEach(() => {
@@ -193,16 +259,36 @@ describeEachServer('An outage is never contention', (server) => {
   });
 });
 
-/** Waits until DescribeTable says the table does not exist. */
-async function waitUntilGone(client: ReturnType<typeof createTestClient>, tableName: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    try {
-      await client.send(new DescribeTableCommand({ TableName: tableName }));
-    } catch (error) {
-      if ((error as Error).name === 'ResourceNotFoundException') return;
-      throw error;
-    }
-    await sleep(50);
-  }
-  throw new Error(`table ${tableName} still exists`);
-}
+describe("DynamoDB not listening (a closed loopback port), in a Jest test as in a user's own suite", () => {
+  let endpoint: string;
+  const managers: LockManager[] = [];
+  beforeAll(async () => {
+    endpoint = `http://127.0.0.1:${await findFreePort()}`; // nothing listens on it
+  });
+  afterAll(() => Promise.all(managers.map((m) => m.close())));
+  const manager = () => {
+    const m = new LockManager({
+      tableName: 'locks-refused',
+      requestTimeout: '2s',
+      verifyTable: false,
+      clientConfig: { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
+      logger: new MemoryLogger(),
+    });
+    managers.push(m);
+    return m;
+  };
+
+  it('acquire({ wait }) rejects with LockUnavailableError whose cause tells the refused connection', async () => {
+    const { ms, error } = await timed(manager().acquire(newKey('refused'), { wait: 300 }));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(String((error as LockUnavailableError).cause)).toContain('ECONNREFUSED');
+    expect((error as LockUnavailableError).message).toContain('ECONNREFUSED');
+    expect(ms).toBeLessThan(300 + 2_000 + 1_000);
+  });
+
+  it('tryAcquire() rejects with LockUnavailableError, and so does a semaphore', async () => {
+    const locks = manager();
+    await expect(locks.tryAcquire(newKey('refused-try'))).rejects.toBeInstanceOf(LockUnavailableError);
+    await expect(locks.acquire(newKey('refused-sem'), { limit: 2, wait: 200 })).rejects.toBeInstanceOf(LockUnavailableError);
+  });
+});

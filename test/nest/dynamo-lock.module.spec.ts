@@ -2,9 +2,16 @@ import { CreateTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-d
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { DynamoLockModule, type DynamoLockOptions, LockConfigurationError, LockService } from '../../lib';
+import { DynamoLockModule, type DynamoLockOptions, LockConfigurationError, LockService, LockTableError } from '../../lib';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
-import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from '../support/servers';
+import {
+  createTestClient,
+  deleteTable,
+  deleteTableAndWait,
+  describeEachServer,
+  testClientConfig,
+  uniqueTableName,
+} from '../support/servers';
 
 describeEachServer('DynamoLockModule', (server) => {
   const fixture = new LockFixture(server);
@@ -101,13 +108,46 @@ describeEachServer('DynamoLockModule', (server) => {
   });
 
   describe('table checks at start-up', () => {
-    it('fails start-up on a missing table and says how to create it', async () => {
+    it('fails start-up on a missing table, saying where it looked (region, endpoint) and how to create it there', async () => {
       const missing = uniqueTableName('missing');
+      const region = String(testClientConfig(server).region);
       const error = await boot([DynamoLockModule.forRoot(options({ tableName: missing }))]).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(LockConfigurationError);
-      expect((error as Error).message).toMatch(
-        new RegExp(`table "${missing}" for locks does not exist. Create it with \`createTable: true\``),
+      expect(error).toBeInstanceOf(LockTableError);
+      expect(error).toMatchObject({ problem: 'missing', location: { region, endpoint: server.endpoint } });
+      const { message } = error as LockTableError;
+      expect(message).toContain(
+        `table "${missing}" for locks does not exist in region ${region} at "${server.endpoint}" (from the clientConfig.endpoint option). If you made it in another region`,
       );
+      expect(message).toContain(`use those (AWS_REGION, or clientConfig.region) rather than creating a second table.`);
+      expect(message).toContain(
+        `Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${missing} --region ${region} --endpoint ${server.endpoint}\``,
+      );
+      expect(message).toMatch(/--billing-mode PAY_PER_REQUEST --region \S+ --endpoint-url \S+$/);
+    });
+
+    it('with createTable on, a table deleted while the app runs says at the next request that a restart creates it', async () => {
+      const table = uniqueTableName('deleted');
+      const client = createTestClient(server);
+      let app: Awaited<ReturnType<typeof boot>> | undefined;
+      try {
+        app = await boot([DynamoLockModule.forRoot(options({ tableName: table, createTable: true }))]);
+        await deleteTableAndWait(client, table);
+        const error = await app
+          .get(LockService)
+          .acquire('after-delete', { wait: 300 })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockTableError);
+        const { message } = error as LockTableError;
+        expect(message).toContain(`DynamoDB table "${table}" for locks does not exist in region`);
+        expect(message).toMatch(
+          /createTable is on, but it creates a missing table only at start-up: this one was deleted while the app ran\. Restart the app to create it again\.$/,
+        );
+        expect(message).not.toMatch(/createTable: true|init\(\)/);
+      } finally {
+        await app?.close();
+        await deleteTable(client, table);
+        client.destroy();
+      }
     });
 
     it('fails start-up on a table with another key schema, showing the expected one', async () => {
@@ -183,8 +223,9 @@ describeEachServer('DynamoLockModule', (server) => {
       [{ tableName: 'x' }, /option "tableName" must be a DynamoDB table name/],
       [
         { leaseDurration: '5s' },
-        /^DynamoLockModule has no option "leaseDurration"; did you mean "leaseDuration"\? Its options: tableName, /,
+        /^DynamoLockModule\.forRoot\(\) has no option "leaseDurration"; did you mean "leaseDuration"\? Its options: tableName, /,
       ],
+      [{ store: {} }, /^DynamoLockModule\.forRoot\(\) option "store" must be a MemoryLockStore/],
       [{ createTable: 'false' }, /option "createTable" must be true or false \(a boolean, not a string\); got "false"/],
       [{ keyPrefix: 'p'.repeat(2048) }, /option "keyPrefix" leaves no room for keys \(DynamoDB keys are at most 2048 bytes\)/],
       [{ keyPrefix: 'a\uD800' }, /option "keyPrefix" contains a lone surrogate/],
@@ -200,7 +241,37 @@ describeEachServer('DynamoLockModule', (server) => {
         const error = await boot([DynamoLockModule.forRootAsync({ useFactory: () => value as never })]).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(LockConfigurationError);
         expect((error as Error).message).toMatch(
-          /^DynamoLockModule options must be an object; got .*With forRootAsync\(\), make useFactory return/,
+          /^DynamoLockModule\.forRootAsync\(\) options must be an object, such as \{ tableName: 'locks' \}; got .*With forRootAsync\(\), make useFactory/,
+        );
+      }
+    });
+
+    it('names forRootAsync for an options class that returns no object, and for a bad option from a factory or a class', async () => {
+      class NoOptions {
+        createDynamoLockOptions() {
+          return undefined as unknown as DynamoLockOptions;
+        }
+      }
+      const none = await boot([DynamoLockModule.forRootAsync({ useClass: NoOptions })]).catch((e: unknown) => e);
+      expect(none).toBeInstanceOf(LockConfigurationError);
+      expect((none as Error).message).toMatch(/^DynamoLockModule\.forRootAsync\(\) options must be an object, .*got undefined/);
+      const fromFactory = await boot([DynamoLockModule.forRootAsync({ useFactory: () => options({ keyPrefix: 'p'.repeat(2048) }) })]).catch(
+        (e: unknown) => e,
+      );
+      expect((fromFactory as Error).message).toMatch(/^DynamoLockModule\.forRootAsync\(\) option "keyPrefix" leaves no room for keys/);
+      class BadOptions {
+        createDynamoLockOptions() {
+          return options({ ttlDays: -1 });
+        }
+      }
+      const fromClass = await boot([DynamoLockModule.forRootAsync({ useClass: BadOptions })]).catch((e: unknown) => e);
+      expect((fromClass as Error).message).toMatch(/^DynamoLockModule\.forRootAsync\(\) option "ttlDays" must be a number of days/);
+    });
+
+    it('names forRoot when it is given no options object', () => {
+      for (const value of [null, 'locks']) {
+        expect(() => DynamoLockModule.forRoot(value as never)).toThrow(
+          /^DynamoLockModule\.forRoot\(\) options must be an object, such as \{ tableName: 'locks' \}; got /,
         );
       }
     });

@@ -105,6 +105,21 @@ export async function deleteTable(client: DynamoDBClient, tableName: string): Pr
   }
 }
 
+/** Deletes a table and waits until DescribeTable says it does not exist (at most 5 s). */
+export async function deleteTableAndWait(client: DynamoDBClient, tableName: string): Promise<void> {
+  await deleteTable(client, tableName);
+  for (let i = 0; i < 100; i++) {
+    try {
+      await client.send(new DescribeTableCommand({ TableName: tableName }));
+    } catch (error) {
+      if ((error as Error).name === 'ResourceNotFoundException') return;
+      throw error;
+    }
+    await sleep(50);
+  }
+  throw new Error(`table ${tableName} still exists`);
+}
+
 /**
  * Overwrites the holder of a lock item behind its holder's back, as another owner that took it
  * over would: the holder's next heartbeat finds a foreign token.

@@ -77,6 +77,21 @@ class InvoiceService {
   }
 }
 
+describe('forTesting() with bad options', () => {
+  it('names DynamoLockModule.forTesting() in its configuration errors', async () => {
+    for (const [options, message] of [
+      [{ store: {} }, /^DynamoLockModule\.forTesting\(\) option "store" must be a MemoryLockStore .*Leave it out for a new, empty one\.$/],
+      [{ leaseDurration: '2s' }, /^DynamoLockModule\.forTesting\(\) has no option "leaseDurration"; did you mean "leaseDuration"\?/],
+    ] as const) {
+      const error = await Test.createTestingModule({ imports: [DynamoLockModule.forTesting(options as never)] })
+        .setLogger(new MemoryLogger())
+        .compile()
+        .catch((e: unknown) => e);
+      expect((error as Error).message).toMatch(message);
+    }
+  });
+});
+
 describe('the memory store without a DynamoDB client', () => {
   it('creates no DynamoDB client, so unit tests see none of the AWS SDK warnings', async () => {
     // A fresh process: the SDK warns once per process, when a client is created (on Node 20, about Node 22).

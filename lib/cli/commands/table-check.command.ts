@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ATTR } from '../../store/mutex/mutex.record';
-import { describeTtl, ensureLockTable } from '../../store/dynamo/lock-table';
+import { checkLockTable, describeTtl } from '../../store/dynamo/lock-table';
 import { isSharedTable } from '../../store/dynamo/table-schema';
 import { TABLE_OK } from '../cli.messages';
 import type { CommandRunner } from '../command-runner';
@@ -27,7 +27,7 @@ export function registerTableCheck(program: Command, runner: CommandRunner): voi
 
 async function tableCheck(session: Session): Promise<number> {
   const { client } = session.manager;
-  await checkTableKeys(session, () => ensureLockTable(client, session.tableName, { create: false, keys: session.tableKeys }));
+  await checkTableKeys(session, () => checkLockTable(client, session.tableName, { create: false, keys: session.tableKeys }, 'cli'));
   const ttl = await describeTtl(client, session.tableName);
   const keys = session.tableKeys;
   if (!session.quiet)

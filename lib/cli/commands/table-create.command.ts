@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ATTR } from '../../store/mutex/mutex.record';
-import { createTableWithTtl, describeTtl, ensureLockTable } from '../../store/dynamo/lock-table';
+import { checkLockTable, createTableWithTtl, describeTtl } from '../../store/dynamo/lock-table';
 import { TABLE_CREATED, TABLE_EXISTED, TTL_NOT_ENABLED } from '../cli.messages';
 import type { CommandRunner } from '../command-runner';
 import { ExitCode } from '../exit-codes';
@@ -32,7 +32,7 @@ async function tableCreate(session: Session): Promise<number> {
   const { client } = session.manager;
   const keys = session.tableKeys;
   const { created, ttlError, ttlLeftAlone } = await createTableWithTtl(client, session.tableName, keys);
-  await checkTableKeys(session, () => ensureLockTable(client, session.tableName, { create: false, keys }));
+  await checkTableKeys(session, () => checkLockTable(client, session.tableName, { create: false, keys }, 'cli'));
   const ttl = await describeTtl(client, session.tableName);
   const ttlOn = ttl?.status === 'ENABLED' || ttl?.status === 'ENABLING';
   if (!session.quiet) {

@@ -16,7 +16,7 @@ export async function checkTableKeys(session: Session, check: () => Promise<void
   } catch (error) {
     if (!(error instanceof LockTableError)) throw error;
     if (error.problem === 'missing') {
-      throw new CliError(TABLE_NOT_FOUND(session.tableName, session.tableKeys), ExitCode.infrastructure, { cause: error });
+      throw new CliError(TABLE_NOT_FOUND(session.tableName, session.tableKeys, error.location), ExitCode.infrastructure, { cause: error });
     }
     const actual = error.problem === 'wrong-schema' ? await readKeySchema(session.manager.client, session.tableName) : undefined;
     if (actual)

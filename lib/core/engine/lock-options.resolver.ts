@@ -11,7 +11,10 @@ import {
   INVALID_WAIT,
   KEY_PREFIX_INVALID,
   OPTIONS_NOT_OBJECT,
+  TABLE_NAME_ENV_INVALID,
+  optionsScope,
 } from '../../errors/lock.messages';
+import type { LockEntryPoint } from '../../errors/entry-point';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../../interfaces/dynamo-lock-options.interface';
 import type { LockEventListener } from '../../interfaces/lock-event.interface';
@@ -123,16 +126,40 @@ export interface ResolvedLockOptions {
 }
 
 /**
+ * Where the Nest module and the CLI note, on the options they pass to a `LockManager`, which entry
+ * point the user wrote them for. A symbol, so it is no option: `Object.keys` (the check of option
+ * names) skips it, and a spread copies it.
+ */
+const ENTRY_POINT = Symbol('nestjs-dynamo-lock.entryPoint');
+
+/** A copy of `options` that names `entry` in its configuration errors. */
+export function withEntryPoint(options: DynamoLockOptions, entry: LockEntryPoint): DynamoLockOptions {
+  return { ...options, [ENTRY_POINT]: entry } as DynamoLockOptions;
+}
+
+/** The entry point noted on `options` by {@link withEntryPoint}, if any. */
+export function entryPointOf(options: unknown): LockEntryPoint | undefined {
+  if (typeof options !== 'object' || options === null) return undefined;
+  return (options as { [ENTRY_POINT]?: LockEntryPoint })[ENTRY_POINT];
+}
+
+/**
  * Applies defaults and validates the options, before anything is sent.
+ * @param entry what the options were written for, as errors name it (default: a standalone `LockManager`).
  * @throws LockConfigurationError naming the bad option.
  */
-export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLockOptions {
-  if (options === null || typeof options !== 'object') throw new LockConfigurationError(OPTIONS_NOT_OBJECT(options));
-  const unknown = unknownOptionMessage(options, OPTION_NAMES, 'DynamoLockModule');
+export function resolveLockOptions(options: DynamoLockOptions = {}, entry: LockEntryPoint = 'LockManager'): ResolvedLockOptions {
+  if (options === null || typeof options !== 'object') throw new LockConfigurationError(OPTIONS_NOT_OBJECT(options, entry));
+  const unknown = unknownOptionMessage(options, OPTION_NAMES, optionsScope(entry));
   if (unknown) throw new LockConfigurationError(unknown);
-  const tableName = options.tableName ?? process.env.DYNAMO_LOCK_TABLE ?? DEFAULTS.tableName;
+  const fromEnv = options.tableName === undefined ? process.env.DYNAMO_LOCK_TABLE : undefined;
+  const tableName = options.tableName ?? fromEnv ?? DEFAULTS.tableName;
   if (!isTableName(tableName)) {
-    throw new LockConfigurationError(INVALID_OPTION('tableName', 'a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)', tableName));
+    throw new LockConfigurationError(
+      fromEnv === undefined
+        ? INVALID_OPTION('tableName', 'a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)', tableName, entry)
+        : TABLE_NAME_ENV_INVALID(fromEnv, entry),
+    );
   }
   const leaseMs = asConfigError(() => parseLease(options.leaseDuration ?? DEFAULTS.leaseDuration));
   const heartbeatMs =
@@ -143,31 +170,31 @@ export function resolveLockOptions(options: DynamoLockOptions = {}): ResolvedLoc
     throw new LockConfigurationError(HEARTBEAT_NOT_BELOW_LEASE(heartbeatMs, leaseMs));
   const ttlDays = options.ttlDays ?? DEFAULTS.ttlDays;
   if (typeof ttlDays !== 'number' || !Number.isFinite(ttlDays) || ttlDays < 0) {
-    throw new LockConfigurationError(INVALID_OPTION('ttlDays', 'a number of days, 0 or more', ttlDays));
+    throw new LockConfigurationError(INVALID_OPTION('ttlDays', 'a number of days, 0 or more', ttlDays, entry));
   }
   const ownerName = options.ownerName ?? `${hostname()}:${process.pid}`;
   if (typeof ownerName !== 'string' || ownerName.length === 0 || ownerName.length > 256) {
-    throw new LockConfigurationError(INVALID_OPTION('ownerName', 'a non-empty string of at most 256 characters', ownerName));
+    throw new LockConfigurationError(INVALID_OPTION('ownerName', 'a non-empty string of at most 256 characters', ownerName, entry));
   }
   const keyPrefix = options.keyPrefix ?? '';
-  if (typeof keyPrefix !== 'string') throw new LockConfigurationError(INVALID_OPTION('keyPrefix', 'a string', keyPrefix));
-  if (!keyPrefix.isWellFormed()) throw new LockConfigurationError(KEY_PREFIX_INVALID(keyPrefix, 'contains a lone surrogate'));
+  if (typeof keyPrefix !== 'string') throw new LockConfigurationError(INVALID_OPTION('keyPrefix', 'a string', keyPrefix, entry));
+  if (!keyPrefix.isWellFormed()) throw new LockConfigurationError(KEY_PREFIX_INVALID(keyPrefix, 'contains a lone surrogate', entry));
   if (Buffer.byteLength(keyPrefix, 'utf8') >= MAX_KEY_BYTES) {
     throw new LockConfigurationError(
-      KEY_PREFIX_INVALID(keyPrefix, `leaves no room for keys (DynamoDB keys are at most ${MAX_KEY_BYTES} bytes)`),
+      KEY_PREFIX_INVALID(keyPrefix, `leaves no room for keys (DynamoDB keys are at most ${MAX_KEY_BYTES} bytes)`, entry),
     );
   }
-  const { partitionKey, sortKey } = resolveTableKeys(options.partitionKey, options.sortKey);
-  const createTable = booleanOption('createTable', options.createTable, false);
-  const verifyTable = booleanOption('verifyTable', options.verifyTable, true);
+  const { partitionKey, sortKey } = resolveTableKeys(options.partitionKey, options.sortKey, entry);
+  const createTable = booleanOption('createTable', options.createTable, false, entry);
+  const verifyTable = booleanOption('verifyTable', options.verifyTable, true, entry);
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
-    throw new LockConfigurationError(INVALID_OPTION('onEvent', 'a function of one lock event', options.onEvent));
+    throw new LockConfigurationError(INVALID_OPTION('onEvent', 'a function of one lock event', options.onEvent, entry));
   }
   const eventEmitter = options.eventEmitter ?? 'auto';
   if (eventEmitter !== true && eventEmitter !== false && eventEmitter !== 'auto') {
-    throw new LockConfigurationError(INVALID_OPTION('eventEmitter', "true, false or 'auto'", eventEmitter));
+    throw new LockConfigurationError(INVALID_OPTION('eventEmitter', "true, false or 'auto'", eventEmitter, entry));
   }
-  const telemetry = booleanOption('telemetry', options.telemetry, true);
+  const telemetry = booleanOption('telemetry', options.telemetry, true, entry);
   return {
     tableName,
     leaseMs,
@@ -213,9 +240,11 @@ export function heartbeatIntervalFor(options: ResolvedLockOptions, leaseMs: numb
 }
 
 /** A boolean option: `true`, `false`, or absent for the default (a string such as `'false'` is an error). */
-function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
+function booleanOption(name: string, value: unknown, fallback: boolean, entry: LockEntryPoint): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new LockConfigurationError(INVALID_OPTION(name, 'true or false (a boolean, not a string)', value));
+  if (typeof value !== 'boolean') {
+    throw new LockConfigurationError(INVALID_OPTION(name, 'true or false (a boolean, not a string)', value, entry));
+  }
   return value;
 }
 

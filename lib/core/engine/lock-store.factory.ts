@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockConfigurationError } from '../../errors/lock.errors';
+import type { LockEntryPoint } from '../../errors/entry-point';
 import { STORE_INVALID } from '../../errors/lock.messages';
 import type { DynamoLockOptions } from '../../interfaces/dynamo-lock-options.interface';
 import { createDynamoClient } from '../../store/dynamo/dynamo-endpoint';
@@ -18,14 +19,18 @@ export class LockStoreFactory {
   readonly stores: LockStores;
   private created: DynamoDBClient | undefined;
 
-  /** @throws LockConfigurationError when the `store` option is not a store the engine can use. */
+  /**
+   * @param entry what the options were written for: the table's errors name it.
+   * @throws LockConfigurationError when the `store` option is not a store the engine can use.
+   */
   constructor(
     private readonly options: Pick<DynamoLockOptions, 'client' | 'clientConfig' | 'store'>,
     resolved: ResolvedLockOptions,
+    entry: LockEntryPoint,
   ) {
     const { store } = options;
     const given = store === undefined ? undefined : storesOf(store);
-    if (store !== undefined && !given) throw new LockConfigurationError(STORE_INVALID(store));
+    if (store !== undefined && !given) throw new LockConfigurationError(STORE_INVALID(store, entry));
     this.stores =
       given ??
       new DynamoLockStores(this.client, {
@@ -34,6 +39,8 @@ export class LockStoreFactory {
         ttlDays: resolved.ttlDays,
         logger: resolved.logger,
         requestTimeoutMs: resolved.requestTimeoutMs,
+        createTable: resolved.createTable,
+        entryPoint: entry,
       });
   }
 

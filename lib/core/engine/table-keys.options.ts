@@ -1,5 +1,7 @@
+import type { LockEntryPoint } from '../../errors/entry-point';
 import { LockConfigurationError } from '../../errors/lock.errors';
 import {
+  optionsScope,
   SORT_KEY_INVALID,
   SORT_KEY_SAME_AS_PARTITION_KEY,
   SORT_KEY_VALUE_INVALID,
@@ -23,24 +25,27 @@ const MAX_SORT_VALUE_BYTES = 1024;
  *   attribute lock items write, or a sort key named as the partition key; a sort key that is not
  *   `{ name, value }` or whose value is empty or too long.
  */
-export function resolveTableKeys(partitionKey: unknown, sortKey: unknown): LockTableKeys {
-  const partition = partitionKey === undefined ? TABLE_ATTR.key : keyName('partitionKey', partitionKey);
+export function resolveTableKeys(partitionKey: unknown, sortKey: unknown, entry: LockEntryPoint = 'LockManager'): LockTableKeys {
+  const partition = partitionKey === undefined ? TABLE_ATTR.key : keyName('partitionKey', partitionKey, entry);
   if (sortKey === undefined) return { partitionKey: partition };
   if (sortKey === null || typeof sortKey !== 'object' || Array.isArray(sortKey))
-    throw new LockConfigurationError(SORT_KEY_INVALID(sortKey));
-  const unknown = unknownOptionMessage(sortKey, ['name', 'value'], 'DynamoLockModule option "sortKey"');
+    throw new LockConfigurationError(SORT_KEY_INVALID(sortKey, entry));
+  const unknown = unknownOptionMessage(sortKey, ['name', 'value'], `${optionsScope(entry)} option "sortKey"`);
   if (unknown) throw new LockConfigurationError(unknown);
   const { name, value } = sortKey as { name?: unknown; value?: unknown };
-  const sortName = keyName('sortKey.name', name);
-  if (sortName === partition) throw new LockConfigurationError(SORT_KEY_SAME_AS_PARTITION_KEY(sortName));
-  if (!isStringOf(value, MAX_SORT_VALUE_BYTES)) throw new LockConfigurationError(SORT_KEY_VALUE_INVALID(value, MAX_SORT_VALUE_BYTES));
+  const sortName = keyName('sortKey.name', name, entry);
+  if (sortName === partition) throw new LockConfigurationError(SORT_KEY_SAME_AS_PARTITION_KEY(sortName, entry));
+  if (!isStringOf(value, MAX_SORT_VALUE_BYTES))
+    throw new LockConfigurationError(SORT_KEY_VALUE_INVALID(value, MAX_SORT_VALUE_BYTES, entry));
   return { partitionKey: partition, sortKey: { name: sortName, value } };
 }
 
 /** A key attribute's name, checked: a string DynamoDB accepts, and no attribute of lock items. */
-function keyName(option: 'partitionKey' | 'sortKey.name', value: unknown): string {
-  if (!isStringOf(value, MAX_KEY_NAME_BYTES)) throw new LockConfigurationError(TABLE_KEY_NAME_INVALID(option, value, MAX_KEY_NAME_BYTES));
-  if (LOCK_ITEM_ATTRIBUTES.includes(value)) throw new LockConfigurationError(TABLE_KEY_NAME_CLASH(option, value, LOCK_ITEM_ATTRIBUTES));
+function keyName(option: 'partitionKey' | 'sortKey.name', value: unknown, entry: LockEntryPoint): string {
+  if (!isStringOf(value, MAX_KEY_NAME_BYTES))
+    throw new LockConfigurationError(TABLE_KEY_NAME_INVALID(option, value, MAX_KEY_NAME_BYTES, entry));
+  if (LOCK_ITEM_ATTRIBUTES.includes(value))
+    throw new LockConfigurationError(TABLE_KEY_NAME_CLASH(option, value, LOCK_ITEM_ATTRIBUTES, entry));
   return value;
 }
 

@@ -1,13 +1,27 @@
 /** Messages for the lock table, its endpoint and connection: checks, creation, timeouts, health. */
 
 import type { EndpointInfo, EndpointSource } from '../endpoint-info';
+import type { LockEntryPoint } from '../entry-point';
 import { errorText } from './message.format';
+import { optionsScope } from './options.messages';
 
 /** The key attributes locks are configured with, as `LockTableKeys` has them (the errors layer names no interface of the layers above). */
 interface ConfiguredKeys {
   partitionKey: string;
   sortKey?: { name: string; value: string };
 }
+
+/**
+ * A request found the lock table missing although `createTable` is on: it was created (or found)
+ * at start-up, so it was deleted since (or, for a standalone manager, `init()` never ran). The
+ * option cannot help until the check runs again.
+ */
+export const TABLE_GONE = (tableName: string, endpoint: EndpointInfo, entry: LockEntryPoint) =>
+  `DynamoDB table "${tableName}" for locks does not exist ${TABLE_PLACE(endpoint)}. createTable is on, but it creates a missing table only at start-up: ${
+    entry === 'LockManager'
+      ? 'this one was deleted after init() ran, or init() was never called. Call init() again (or restart) to create it.'
+      : 'this one was deleted while the app ran. Restart the app to create it again.'
+  }`;
 
 /** A table's key schema, as `DescribeTable` tells it. */
 interface DescribedKeys {
@@ -63,10 +77,18 @@ export const FITTING_KEYS_TEXT = (
   return `${option('partitionKey', partitionKey.name)} and ${sort}`;
 };
 
-export const TABLE_MISSING = (tableName: string, keys?: ConfiguredKeys) =>
-  !keys || isDefaultKeys(keys)
-    ? `DynamoDB table "${tableName}" for locks does not exist. Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}\`, or with: aws dynamodb create-table --table-name ${tableName} --attribute-definitions AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH --billing-mode PAY_PER_REQUEST`
-    : `DynamoDB table "${tableName}" for locks does not exist (configured with ${CONFIGURED_KEYS_TEXT(keys)}). Create it with \`createTable: true\` in DynamoLockModule.forRoot(), with \`npx dynamo-lock table-create --table ${tableName}${CLI_KEY_OPTIONS(keys)}\`, or with: aws dynamodb create-table --table-name ${tableName} ${createTableKeyArgs(keys)} --billing-mode PAY_PER_REQUEST; or point tableName at the table that holds your items.`;
+/**
+ * A lock table that does not exist where the client looked (`endpoint`: its region and endpoint),
+ * with `createTable` off: where it looked, that a table in another region is not this one, and how
+ * to create it there with the configured keys, in the words of the entry point the options were given to.
+ */
+export const TABLE_MISSING = (tableName: string, endpoint: EndpointInfo, entry: LockEntryPoint, keys?: ConfiguredKeys) => {
+  const shared = keys !== undefined && !isDefaultKeys(keys);
+  const configured = shared ? ` (configured with ${CONFIGURED_KEYS_TEXT(keys)})` : '';
+  const keyArgs = createTableKeyArgs(keys ?? { partitionKey: 'key' });
+  const holder = shared ? '; or point tableName at the table that holds your items.' : '';
+  return `DynamoDB table "${tableName}" for locks does not exist ${TABLE_PLACE(endpoint)}${configured}. ${ELSEWHERE(endpoint, entry)} Create it ${CREATE_OPTION(entry)}with \`npx dynamo-lock table-create --table ${tableName}${CLI_KEY_OPTIONS(keys)}${cliTarget(endpoint)}\`, or with: aws dynamodb create-table --table-name ${tableName} ${keyArgs} --billing-mode PAY_PER_REQUEST${awsCliTarget(endpoint)}${holder}`;
+};
 
 /** What the table's keys should be, said as the configuration gives them. */
 const EXPECTED_KEYS = (keys: ConfiguredKeys) =>
@@ -165,9 +187,52 @@ export const TABLE_CREATED_WITHOUT_TTL = (tableName: string, error: unknown) =>
 
 export const HEALTH_NOT_ACTIVE = (table: string, status: string) =>
   `DynamoDB lock table "${table}" is ${status}, not ACTIVE: locks cannot be taken until it is ACTIVE again.`;
-export const HEALTH_TABLE_MISSING = (table: string) =>
-  `DynamoDB lock table "${table}" does not exist: create it (DynamoLockModule option \`createTable: true\`, or \`dynamo-lock table-create\`) or fix tableName.`;
+/** `createTable`: whether the option is on (the table was created or found at start-up, so it was deleted since). */
+export const HEALTH_TABLE_MISSING = (table: string, endpoint: EndpointInfo | undefined, createTable: boolean) =>
+  `DynamoDB lock table "${table}" does not exist${endpoint === undefined ? '' : ` ${TABLE_PLACE(endpoint)}`}: ${
+    createTable
+      ? 'it was deleted while the app ran, and createTable creates a missing table only at start-up: restart the app to create it again (or create it with `dynamo-lock table-create`).'
+      : 'create it (DynamoLockModule option `createTable: true`, or `dynamo-lock table-create`), or fix tableName or the region.'
+  }`;
 export const HEALTH_TIMEOUT = (table: string, ms: number) =>
   `DynamoDB did not answer DescribeTable for lock table "${table}" within ${ms} ms: the endpoint is unreachable or too slow.`;
 export const HEALTH_UNREACHABLE = (table: string, error: unknown) =>
   `DynamoDB lock table "${table}" could not be checked: ${errorText(error)}.`;
+
+// ---- Where a missing table was looked for, and how to create it there ----
+
+/** Where a lock table was looked for: `in region eu-west-1 at "http://localhost:8000" (from ...)`. */
+const TABLE_PLACE = (endpoint: EndpointInfo) =>
+  endpoint.source === 'default'
+    ? `in region ${endpoint.region ?? '(none set)'}${endpoint.url === undefined ? '' : ` ("${endpoint.url}": AWS's endpoint, as no endpoint option or variable is set)`}`
+    : `${endpoint.region === undefined ? '' : `in region ${endpoint.region} `}at ${ENDPOINT_DESCRIPTION(endpoint)}`;
+
+/** Why the table may exist all the same: in another region, or (DynamoDB Local without -sharedDb) under other credentials. */
+const ELSEWHERE = (endpoint: EndpointInfo, entry: LockEntryPoint) => {
+  const region = entry === 'cli' ? '--region or AWS_REGION' : 'AWS_REGION, or clientConfig.region';
+  return endpoint.source === 'default'
+    ? `If you made it in another region, set that region (${region}) rather than creating a second table.`
+    : `If you made it in another region, or with other credentials on a DynamoDB Local started without -sharedDb (it keeps a database per access key and region), use those (${region}) rather than creating a second table.`;
+};
+
+/** How the entry point creates a missing table, as the first of the ways to (none for the CLI, whose command follows). */
+const CREATE_OPTION = (entry: LockEntryPoint) => {
+  switch (entry) {
+    case 'cli':
+      return '';
+    case 'ensureLockTable':
+      return 'with `create: true` in ensureLockTable(), ';
+    case 'LockManager':
+      return 'with `createTable: true` in the LockManager options, ';
+    default:
+      return `with \`createTable: true\` in ${optionsScope(entry)}, `;
+  }
+};
+
+/** The `dynamo-lock` flags that aim at the region and endpoint where the table was looked for. */
+const cliTarget = (endpoint: EndpointInfo) =>
+  `${endpoint.region === undefined ? '' : ` --region ${endpoint.region}`}${endpoint.source === 'default' || endpoint.url === undefined ? '' : ` --endpoint ${endpoint.url}`}`;
+
+/** The AWS CLI's options that aim at the region and endpoint where the table was looked for. */
+const awsCliTarget = (endpoint: EndpointInfo) =>
+  `${endpoint.region === undefined ? '' : ` --region ${endpoint.region}`}${endpoint.source === 'default' || endpoint.url === undefined ? '' : ` --endpoint-url ${endpoint.url}`}`;

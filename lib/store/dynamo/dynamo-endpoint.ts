@@ -30,20 +30,21 @@ export function createDynamoClient(clientConfig: DynamoDBClientConfig = {}): Dyn
 /**
  * Where `client` sends its requests and who said so: the lock options, `DYNAMODB_ENDPOINT`, the
  * client passed in, the SDK's `AWS_ENDPOINT_URL*` variables or config file, or AWS's own
- * endpoint for the region. Never throws.
+ * endpoint for the region; and the client's region, when one is set. Never throws.
  */
 export async function describeEndpoint(client: DynamoDBClient): Promise<EndpointInfo> {
   const config = client.config;
+  const region = (await config.region().catch(() => undefined)) || undefined;
+  const inRegion = region === undefined ? {} : { region };
   if (config.isCustomEndpoint) {
     const known = noted.get(client);
-    return { url: known?.url ?? (await resolvedUrl(client)), source: known?.source ?? 'client' };
+    return { url: known?.url ?? (await resolvedUrl(client)), source: known?.source ?? 'client', ...inRegion };
   }
   const configured = await config.serviceConfiguredEndpoint?.().catch(() => undefined);
   if (configured) {
     const env = (['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL'] as const).find((name) => process.env[name]);
-    return { url: configured, source: env ?? 'aws-config' };
+    return { url: configured, source: env ?? 'aws-config', ...inRegion };
   }
-  const region = await config.region().catch(() => undefined);
   if (!region) return { url: undefined, source: 'default' };
   try {
     const [UseFIPS, UseDualStack] = await Promise.all([config.useFipsEndpoint(), config.useDualstackEndpoint()]);

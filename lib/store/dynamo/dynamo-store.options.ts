@@ -1,3 +1,4 @@
+import type { LockEntryPoint } from '../../errors/entry-point';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
 
@@ -12,4 +13,8 @@ export interface DynamoStoreOptions {
   logger?: LockLogger;
   /** Time limit of each request in ms (SDK retries included); none when absent. */
   requestTimeoutMs?: number;
+  /** Whether the lock options create a missing table at start-up: a missing table's error says what to do. */
+  createTable?: boolean;
+  /** What the lock options were written for: a missing table's error names it. */
+  entryPoint?: LockEntryPoint;
 }

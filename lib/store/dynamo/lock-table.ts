@@ -15,6 +15,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
+import type { LockEntryPoint } from '../../errors/entry-point';
 import { LockConfigurationError, LockTableError } from '../../errors/lock.errors';
 import {
   TABLE_CHECK_BAD_ENDPOINT,
@@ -23,6 +24,7 @@ import {
   TABLE_CHECK_NO_REGION,
   TABLE_CHECK_UNREACHABLE,
   TABLE_CREATED,
+  TABLE_GONE,
   TABLE_MISSING,
   TABLE_NOT_ACTIVE,
   TABLE_WRONG_SCHEMA,
@@ -81,24 +83,40 @@ export interface TableKeySchema {
  *   unknown host, endpoint without `http://`, no region, no credentials, access denied).
  *   Throttling and 5xx answers are thrown as they are.
  */
-export async function ensureLockTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
+export function ensureLockTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
+  return checkLockTable(client, tableName, options, 'ensureLockTable');
+}
+
+/** {@link ensureLockTable} for the lock options of `entry`, which its errors name. */
+export async function checkLockTable(
+  client: DynamoDBClient,
+  tableName: string,
+  options: EnsureTableOptions,
+  entry: LockEntryPoint,
+): Promise<void> {
   const endpoint = await describeEndpoint(client);
   // Without its scheme the SDK sends somewhere else (`localhost:` reads as the scheme) or fails obscurely.
   if (endpoint.url !== undefined && endpoint.source !== 'default' && !isHttpUrl(endpoint.url)) {
     throw new LockConfigurationError(TABLE_CHECK_BAD_ENDPOINT(tableName, endpoint));
   }
   try {
-    await checkTable(client, tableName, options);
+    await checkTable(client, tableName, options, endpoint, entry);
   } catch (error) {
     throw tableCheckError(error, tableName, endpoint);
   }
 }
 
-async function checkTable(client: DynamoDBClient, tableName: string, options: EnsureTableOptions): Promise<void> {
+async function checkTable(
+  client: DynamoDBClient,
+  tableName: string,
+  options: EnsureTableOptions,
+  endpoint: EndpointInfo,
+  entry: LockEntryPoint,
+): Promise<void> {
   const keys = options.keys ?? DEFAULT_TABLE_KEYS;
   let table = await describe(client, tableName);
   if (!table) {
-    if (!options.create) throw new LockTableError(TABLE_MISSING(tableName, keys), tableName, 'missing');
+    if (!options.create) throw tableMissingError(tableName, endpoint, entry, 'missing', keys);
     table = await createLockTable(client, tableName, options.logger, keys);
   }
   const schema = keySchemaOf(table);
@@ -201,6 +219,32 @@ export async function createTableWithTtl(
   }
 }
 
+/**
+ * The error of a request to a table that does not exist: where the client looked (region and
+ * endpoint), and what to do; `gone` when the options create a missing table at start-up (so it
+ * was deleted since).
+ */
+export async function missingTableError(
+  client: DynamoDBClient,
+  tableName: string,
+  entry: LockEntryPoint,
+  kind: 'missing' | 'gone',
+  keys?: LockTableKeys,
+): Promise<LockTableError> {
+  return tableMissingError(tableName, await describeEndpoint(client), entry, kind, keys);
+}
+
+function tableMissingError(
+  tableName: string,
+  endpoint: EndpointInfo,
+  entry: LockEntryPoint,
+  kind: 'missing' | 'gone',
+  keys: LockTableKeys | undefined,
+): LockTableError {
+  const message = kind === 'gone' ? TABLE_GONE(tableName, endpoint, entry) : TABLE_MISSING(tableName, endpoint, entry, keys);
+  return new LockTableError(message, tableName, 'missing', { region: endpoint.region, endpoint: endpoint.url });
+}
+
 /** The error the table check throws for `error`: a {@link LockConfigurationError} unless it is one, or a server's transient answer. */
 function tableCheckError(error: unknown, tableName: string, endpoint: EndpointInfo): unknown {
   if (error instanceof LockConfigurationError) return error;
@@ -259,7 +303,9 @@ export async function tableHealth(client: DynamoDBClient, tableName: string, sig
     const answer = await untilAborted(signal, client.send(new DescribeTableCommand({ TableName: tableName }), { abortSignal: signal }));
     return { store: 'dynamodb', table: tableName, tableStatus: answer.Table?.TableStatus ?? 'UNKNOWN', latencyMs: latency() };
   } catch (error) {
-    return { store: 'dynamodb', table: tableName, latencyMs: latency(), ...healthFailure(error, signal) };
+    const failure = healthFailure(error, signal);
+    const endpoint = failure.failure === 'missing' ? { endpoint: await describeEndpoint(client) } : {};
+    return { store: 'dynamodb', table: tableName, latencyMs: latency(), ...failure, ...endpoint };
   }
 }
 

@@ -15,9 +15,10 @@ import type {
   UpdateItemCommand,
   UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
-import { LockTableError } from '../../errors/lock.errors';
 import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
-import { REQUEST_TIMED_OUT, TABLE_MISSING } from '../../errors/lock.messages';
+import type { LockEntryPoint } from '../../errors/entry-point';
+import { REQUEST_TIMED_OUT } from '../../errors/lock.messages';
+import { missingTableError } from './lock-table';
 
 /** The requests sent with a time limit: the lock table's, and the fenced writes to the caller's tables. */
 export type TimedCommand =
@@ -114,7 +115,7 @@ export async function sendToTable(
   client: DynamoDBClient,
   operation: string,
   command: UpdateItemCommand | GetItemCommand | ScanCommand,
-  { tableName, requestTimeoutMs, keys }: TableTarget,
+  { tableName, requestTimeoutMs, keys, createTable = false, entryPoint = 'LockManager' }: TableTarget,
 ): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
   try {
     return await sendWithinLimit(client, command, requestTimeoutMs, (lastAttempt) =>
@@ -122,16 +123,22 @@ export async function sendToTable(
     );
   } catch (error) {
     if (error instanceof Error && error.name === 'ResourceNotFoundException') {
-      throw new LockTableError(TABLE_MISSING(tableName, keys), tableName, 'missing');
+      throw await missingTableError(client, tableName, entryPoint, createTable ? 'gone' : 'missing', keys);
     }
     throw error;
   }
 }
 
-/** The table a request goes to, its time limit in ms (none when absent), and where lock items sit in it. */
+/**
+ * The table a request goes to, its time limit in ms (none when absent), and where lock items sit in
+ * it; and, for the error of a missing table, whether the options create it at start-up and what
+ * they were written for.
+ */
 export interface TableTarget {
   tableName: string;
   requestTimeoutMs?: number;
   /** The table's key attributes (default: partition key `key`, no sort key). */
   keys?: LockTableKeys;
+  createTable?: boolean;
+  entryPoint?: LockEntryPoint;
 }

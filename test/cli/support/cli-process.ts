@@ -52,6 +52,22 @@ function sources(dir: string): string[] {
   });
 }
 
+/**
+ * What a run against an external server keeps of the environment: the credentials and region the
+ * README's command-line section tells users to set (`AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+ * `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`), with the session token of temporary credentials and the
+ * files a profile is read from.
+ */
+const EXTERNAL_SERVER_SETTINGS = [
+  'AWS_REGION',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+  'AWS_PROFILE',
+  'AWS_CONFIG_FILE',
+  'AWS_SHARED_CREDENTIALS_FILE',
+] as const;
+
 /** Runs the CLI, against one server if given: `--endpoint` and dummy credentials are added. */
 export class Cli {
   private readonly main = builtCli();
@@ -63,14 +79,26 @@ export class Cli {
     private readonly extraArgs: readonly string[] = [],
   ) {}
 
-  /** The environment of a CLI run: AWS settings for the test server, nothing inherited that could interfere. */
+  /**
+   * The environment of a CLI run: AWS settings for the test server, nothing inherited that could
+   * interfere. Every `AWS_*`, `DYNAMO_LOCK_*` and `DYNAMODB_*` variable goes: each run names its
+   * endpoint (`--endpoint`) and table, and a user's key prefix, owner, endpoint or retry settings
+   * would change what a test reads back or how long it takes. A local server gets dummy
+   * credentials and region (it was started with `-sharedDb`, so any work). An external server
+   * keeps the credentials and region the README tells users to set ({@link EXTERNAL_SERVER_SETTINGS}):
+   * it may need real ones, and DynamoDB Local started without `-sharedDb` keeps one database per
+   * access key and region, so the CLI must sign as the test's own clients do to see their tables.
+   */
   env(): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const name of Object.keys(env)) {
       if (/^(AWS_|DYNAMO_LOCK_|DYNAMODB_)/.test(name)) delete env[name];
     }
     if (!this.server) return env;
-    if (this.server.name === 'external') return { ...env, AWS_REGION: process.env.AWS_REGION ?? 'us-east-1' };
+    if (this.server.name === 'external') {
+      for (const name of EXTERNAL_SERVER_SETTINGS) if (process.env[name] !== undefined) env[name] = process.env[name];
+      return { ...env, AWS_REGION: process.env.AWS_REGION ?? 'us-east-1' };
+    }
     return { ...env, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' };
   }
 

@@ -28,7 +28,8 @@ function setup() {
     history,
     events,
     lockHost: {
-      release: async (lock) => keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released')) !== undefined,
+      release: async (lock) =>
+        keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released')) !== undefined ? 'released' : 'not-held',
       extend: (lock, leaseDuration) => keeper.extend(lock, leaseDuration),
       checkHeld: (lock) => keeper.checkHeld(lock),
       // Fenced writes are tested in test/fencing, with stores.

@@ -40,6 +40,7 @@ function fakeHost(store = new MemoryMutexStore()) {
     history: new KeyHistory(),
     options,
     closing: new AbortController().signal,
+    later: (task) => void task(),
     hold: (waiter, record, validFrom, via, leaseMs) => {
       holds.push({ waiter, record, validFrom, via, leaseMs });
       return { storedKey: waiter.storedKey, token: waiter.token } as HeldLease;
