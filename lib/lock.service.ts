@@ -64,17 +64,17 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** {@inheritDoc LockManager.acquire} */
-  acquire(key: string, options?: AcquireOptions): Promise<Lock> {
+  acquire(key: string | readonly string[], options?: AcquireOptions): Promise<Lock> {
     return this.#manager.acquire(key, options);
   }
 
   /** {@inheritDoc LockManager.tryAcquire} */
-  tryAcquire(key: string, options?: Omit<AcquireOptions, 'wait'>): Promise<Lock | null> {
+  tryAcquire(key: string | readonly string[], options?: Omit<AcquireOptions, 'wait'>): Promise<Lock | null> {
     return this.#manager.tryAcquire(key, options);
   }
 
   /** {@inheritDoc LockManager.withLock} */
-  withLock<T>(key: string, fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     return this.#manager.withLock(key, fn, options);
   }
 

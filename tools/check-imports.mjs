@@ -52,7 +52,11 @@ const SUBLAYERS = {
         { name: 'core/mutex', files: ['core/mutex/**'] },
         { name: 'core/semaphore', files: ['core/semaphore/**'] },
       ],
-      [{ name: 'core/leadership', files: ['core/leadership/**'] }],
+      [
+        { name: 'core/leadership', files: ['core/leadership/**'] },
+        // Multi-key locks: sets of mutex locks, taken in one global key order.
+        { name: 'core/multi', files: ['core/multi/**'] },
+      ],
       // The manager and the primitive registry.
       [{ name: 'core/*.ts', files: ['core/*.ts'] }],
     ],

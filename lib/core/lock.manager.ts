@@ -19,6 +19,8 @@ import type { LeadOptions } from './leadership/lead-options';
 import type { Leadership } from './leadership/leadership';
 import type { LockPrimitive } from './engine/primitive.interface';
 import { createPrimitives, type Primitives } from './primitives';
+import { acquireMulti, type MultiLockHost } from './multi/multi-acquisition';
+import { partsOf } from './multi/multi.lock';
 
 /**
  * The lock engine, independent of Nest: a router over its primitives (mutex, semaphore; leadership
@@ -34,6 +36,7 @@ export class LockManager {
   private readonly primitives: Primitives;
   private readonly leadership: LeaderCampaigns;
   private readonly context = new LockContext();
+  private readonly multi: MultiLockHost;
   private closed = false;
 
   /** @throws LockConfigurationError when an option is invalid. */
@@ -63,11 +66,21 @@ export class LockManager {
       releaseQuietly: release,
       assertMutex: (name, storedKey) => this.assertOnly(mutex, name, storedKey),
     });
+    this.multi = {
+      keyPrefix: this.options.keyPrefix,
+      waitMs: this.options.waitMs,
+      acquireOne: (scope, key, options) => this.start(scope, key, options),
+      held: (storedKey) => this.context.get(mutex.itemKeyOf(storedKey)),
+      releaseQuietly: release,
+    };
     exposeInternals(this, {
       stores,
       runHolding: (lock, fn) => this.runHolding(lock, fn),
       releaseQuietly: release,
-      endScope: (lock) => this.context.endScope(lock),
+      endScope: (lock) => {
+        this.context.endScope(lock);
+        for (const part of partsOf(lock) ?? []) this.context.endScope(part);
+      },
       endRun: (lock, result) => this.primitives.endRun(lock, result),
       emit: (event) => this.events.emit(event),
     });
@@ -101,9 +114,34 @@ export class LockManager {
    * @throws LockKeyError for a bad key (empty, blank, too long, not well-formed), and
    *   LockValidationError for a bad duration or data, before any request.
    * @throws the signal's reason when `options.signal` aborts.
+   *
+   * With an array of keys (a **multi-key lock**): every key or none, in one `Lock` whose `keys`,
+   * `fencingTokenOf(key)`, `signal` (aborted when any key is lost), `extend()` and `release()`
+   * cover the set. Keys are deduplicated and taken one by one in one global order (the UTF-8 bytes
+   * of the stored key), whatever order they are given in, so callers locking the same keys in
+   * opposite orders never deadlock; the wait is shared by all of them. On a failure the keys
+   * taken are released and the error names the key that failed. At most 25 keys; `limit`, `data`
+   * and `fireTime` are refused.
+   *
+   * @example
+   * ```ts
+   * await using lock = await locks.acquire(['account-2', 'account-1'], { wait: '5s' });
+   * lock.keys; // ['account-1', 'account-2']
+   * ```
    */
-  acquire(key: string, options: AcquireOptions = {}): Promise<Lock> {
-    return this.start('acquire()', key, options);
+  acquire(key: string | readonly string[], options: AcquireOptions = {}): Promise<Lock> {
+    return this.startAny('acquire()', key, options);
+  }
+
+  /** A call with one key or an array of keys (a multi-key lock). */
+  private startAny(scope: string, key: string | readonly string[], options: AcquireOptions = {}): Promise<Lock> {
+    if (!Array.isArray(key)) return this.start(scope, key as string, options);
+    try {
+      checkAcquireOptions(options, scope);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return acquireMulti(this.multi, scope, key, options);
   }
 
   /**
@@ -137,11 +175,14 @@ export class LockManager {
    * A holder whose record this process has seen unchanged for a whole lease is taken over.
    * @throws LockUnavailableError when DynamoDB failed or did not answer in time.
    * @throws LockValidationError for bad input, before any request.
+   *
+   * With an array of keys: all of them or `null`, one attempt per key in the global order; keys
+   * taken before a busy one are released, and nothing is left held or queued.
    */
-  async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
+  async tryAcquire(key: string | readonly string[], options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
     try {
       checkAcquireOptions(options, 'tryAcquire()', false);
-      return await this.start('tryAcquire()', key, { ...options, wait: false });
+      return await this.startAny('tryAcquire()', key, { ...options, wait: false });
     } catch (error) {
       if (error instanceof LockBusyError) return null;
       throw error;
@@ -152,9 +193,11 @@ export class LockManager {
    * Runs `fn` while holding the lock, and releases it afterwards, also when `fn` throws.
    * Inside `fn`, `current()` returns the lock and a nested acquisition of the same key is re-entrant.
    * A failed release is logged, not thrown: the work is done, and the lease runs out on its own.
+   * With an array of keys, `fn` runs holding all of them (see {@link LockManager.acquire}), and
+   * `current(key)` inside it returns the lock of one key.
    */
-  async withLock<T>(key: string, fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    const lock = await this.start('withLock()', key, options);
+  async withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    const lock = await this.startAny('withLock()', key, options);
     try {
       return await this.runHolding(lock, () => fn(lock));
     } catch (error) {
@@ -171,6 +214,9 @@ export class LockManager {
    * Used by `withLock()` and the `@WithLock` decorator.
    */
   private runHolding<T>(lock: Lock, fn: () => T): T {
+    const parts = partsOf(lock);
+    // A multi-key lock: each key's lock is what `current(key)` and re-entrant calls find.
+    if (parts) return parts.reduceRight<() => T>((inner, part) => () => this.runHolding(part, inner), fn)();
     const lease = this.primitives.leaseOf(lock);
     const run = () => this.context.run(lease?.storedKey ?? toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
     return lease?.trace ? lease.trace.run(run) : run();

@@ -11,6 +11,7 @@ export * from './messages/jobs.messages';
 export * from './messages/lease.messages';
 export * from './messages/leadership.messages';
 export * from './messages/observability.messages';
+export * from './messages/multi.messages';
 export * from './messages/options.messages';
 export * from './messages/semaphore.messages';
 export * from './messages/table.messages';

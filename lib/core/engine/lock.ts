@@ -1,6 +1,6 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { LockLostError } from '../../errors/lock.errors';
-import { RELEASE_FAILED } from '../../errors/lock.messages';
+import { LockLostError, LockValidationError } from '../../errors/lock.errors';
+import { MULTI_KEY_NOT_IN_SET, RELEASE_FAILED } from '../../errors/lock.messages';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import type {
   AnyFencedWriteItem,
@@ -53,6 +53,11 @@ export interface LockFields {
   host: LockHost;
   /** For a nested acquisition of a key the async context already holds: the outer lock. */
   outer?: Lock;
+  /** A multi-key lock: its keys in the global order (`key` is the first), and each key's token. */
+  keys?: readonly string[];
+  tokens?: readonly number[];
+  /** A multi-key handle over locks the async context held already: its release leaves them to their holders. */
+  reentrant?: boolean;
 }
 
 let create: (fields: LockFields) => Lock;
@@ -110,6 +115,13 @@ export class Lock implements AsyncDisposable {
    * the lock from another process (the CLI prints it). Treat it like a password.
    */
   readonly leaseId: string;
+  /**
+   * Every key this handle holds, in the global order (UTF-8 bytes of the stored key): one for a
+   * lock of one key, the deduplicated set for `acquire([...])`.
+   */
+  readonly keys: readonly string[];
+  readonly #tokens: readonly number[];
+  readonly #reentrant: boolean;
   readonly #controller: AbortController;
   readonly #host: LockHost;
   readonly #outer: Lock | undefined;
@@ -127,6 +139,9 @@ export class Lock implements AsyncDisposable {
     this.fencingToken = fields.fencingToken;
     this.acquiredAt = fields.acquiredAt;
     this.leaseId = fields.leaseId;
+    this.keys = Object.freeze([...(fields.keys ?? [fields.key])]);
+    this.#tokens = fields.tokens ?? [fields.fencingToken];
+    this.#reentrant = fields.reentrant ?? false;
     this.#controller = fields.controller;
     this.#host = fields.host;
     this.#outer = fields.outer;
@@ -149,12 +164,29 @@ export class Lock implements AsyncDisposable {
 
   /** Whether this is a nested (re-entrant) acquisition; its `release()` leaves the lock to the outer holder. */
   get isReentrant(): boolean {
-    return this.#outer !== undefined;
+    return this.#outer !== undefined || this.#reentrant;
+  }
+
+  /**
+   * The fencing token of one of this lock's {@link keys} (for a lock of one key, its `fencingToken`).
+   * @example
+   * ```ts
+   * await locks.withLock(['account-1', 'account-2'], async (lock) => {
+   *   await debit('account-1', { fence: lock.fencingTokenOf('account-1') });
+   * });
+   * ```
+   * @throws LockValidationError when `key` is not one of its keys.
+   */
+  fencingTokenOf(key: string): number {
+    const index = this.keys.indexOf(key);
+    if (index < 0) throw new LockValidationError(MULTI_KEY_NOT_IN_SET(key, this.keys));
+    return this.#tokens[index];
   }
 
   /**
    * Releases the lock (one conditional write). Never affects another owner's lock. A lock whose lease
-   * ran out unnoticed (no heartbeats, a pause) is still freed when nobody took it meanwhile.
+   * ran out unnoticed (no heartbeats, a pause) is still freed when nobody took it meanwhile. A
+   * multi-key lock releases every key (one write each, in parallel), and says `true` only if each was.
    * @returns `true` if it was held until this call and released; `false` otherwise (its lease had
    * run out, another owner took it, it was released already, or this is a re-entrant handle).
    */
@@ -166,7 +198,7 @@ export class Lock implements AsyncDisposable {
    */
   release(options: ReleaseOptions): Promise<ReleaseOutcome>;
   release(options?: ReleaseOptions): Promise<boolean | ReleaseOutcome> {
-    const outcome: Promise<ReleaseOutcome> = this.#outer ? Promise.resolve('reentrant') : this.#host.release(this);
+    const outcome: Promise<ReleaseOutcome> = this.isReentrant ? Promise.resolve('reentrant') : this.#host.release(this);
     return options?.outcome ? outcome : outcome.then((ended) => ended === 'released');
   }
 
@@ -254,6 +286,9 @@ export class Lock implements AsyncDisposable {
       fencingToken: this.fencingToken,
       acquiredAt: this.acquiredAt,
       leaseId: this.leaseId,
+      keys: this.keys,
+      tokens: this.#tokens,
+      reentrant: this.#reentrant,
       controller: this.#controller,
       host: this.#host,
     };

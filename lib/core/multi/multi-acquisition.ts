@@ -1,0 +1,67 @@
+import { LockValidationError } from '../../errors/lock.errors';
+import { MULTI_PARTLY_HELD } from '../../errors/lock.messages';
+import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
+import { monotonicNow } from '../../utils/clock';
+import { nestedLock, type Lock } from '../engine/lock';
+import { resolveWait } from '../engine/lock-options.resolver';
+import { createMultiLock } from './multi.lock';
+import { type MultiKey, resolveMultiKeys } from './multi-keys';
+
+/** What a multi-key acquisition needs of its manager. */
+export interface MultiLockHost {
+  readonly keyPrefix: string;
+  /** The default wait of a call, in ms. */
+  readonly waitMs: number;
+  /** Acquires one key as `acquire(key)` does (`scope` is the public call, for errors). */
+  acquireOne(scope: string, key: string, options: AcquireOptions): Promise<Lock>;
+  /** The lock the async context holds for a stored key, if any. */
+  held(storedKey: string): Lock | undefined;
+  /** Gives back a lock, logging (not throwing) a failure. */
+  releaseQuietly(lock: Lock): Promise<void>;
+}
+
+/**
+ * `acquire([...])`: every key of the set, or none. Keys are taken one by one in the global order
+ * (see `resolveMultiKeys()`), each through the mutex as `acquire(key)` takes it (local queue,
+ * ticket line, takeover of a dead holder), with what is left of the caller's wait and its signal.
+ * Two callers locking overlapping sets therefore always meet on their first common key, never in
+ * a cycle. On the first failure the keys taken are released (the failing key's acquisition has
+ * left its line already) and its error, which names that key, is thrown.
+ * @throws LockValidationError for a bad set or option, or a set the async context holds in part.
+ */
+export async function acquireMulti(host: MultiLockHost, scope: string, keys: unknown, options: AcquireOptions): Promise<Lock> {
+  const set = resolveMultiKeys(scope, keys, options, host.keyPrefix);
+  const nested = nestedSet(host, scope, set);
+  if (nested) return nested;
+  const waitMs = options.wait === undefined ? host.waitMs : resolveWait(options.wait);
+  const deadline = monotonicNow() + waitMs;
+  const taken: Lock[] = [];
+  try {
+    for (const { key } of set) {
+      const left = deadline - monotonicNow();
+      // An unlimited wait stays unlimited; a wait used up leaves one attempt per remaining key.
+      const wait = waitMs === Number.POSITIVE_INFINITY ? true : left > 0 ? Math.ceil(left) : false;
+      taken.push(await host.acquireOne(scope, key, { ...options, wait }));
+    }
+  } catch (error) {
+    await Promise.all(taken.map((lock) => host.releaseQuietly(lock)));
+    throw error;
+  }
+  return createMultiLock(taken);
+}
+
+/**
+ * A set the async context holds already: a nested handle over its locks (its release leaves them
+ * to their holders). Held in part: an error, as taking the rest now could close a cycle.
+ */
+function nestedSet(host: MultiLockHost, scope: string, set: readonly MultiKey[]): Lock | undefined {
+  const held = set.map(({ storedKey }) => host.held(storedKey));
+  if (held.every((lock) => lock === undefined)) return undefined;
+  const locks = held.filter((lock): lock is Lock => lock !== undefined);
+  if (locks.length < set.length) {
+    const heldKeys = set.filter((_, i) => held[i] !== undefined).map(({ key }) => key);
+    const missing = set.filter((_, i) => held[i] === undefined).map(({ key }) => key);
+    throw new LockValidationError(MULTI_PARTLY_HELD(scope, heldKeys, missing));
+  }
+  return createMultiLock(locks.map((lock) => nestedLock(lock)), true);
+}
