@@ -3,6 +3,7 @@ import type { Lock } from '../core/engine/lock';
 import { LockBusyError, LockConfigurationError, LockKeyError, LockValidationError } from '../errors/lock.errors';
 import {
   LOCK_SERVICE_MISSING,
+  MULTI_TEMPLATE_EMPTY,
   STATIC_METHOD,
   WITH_LOCK_NO_INSTANCE,
   WITH_LOCK_NOT_A_METHOD,
@@ -18,6 +19,7 @@ import { copyMetadata } from './copy-metadata';
 import { injectLockService, type KeyCheck, LOCK_SERVICE_PROPERTY, WITH_LOCK_KEY, WITH_LOCK_METHODS } from './lock-service.injection';
 import { hasRestParameter } from './rest-parameter';
 import { LockKeyTemplate } from './lock-key.template';
+import { LockKeyTemplates } from './lock-keys.template';
 import { planOf, WITH_LOCK_JOB, WITH_LOCK_PLAN, type WithLockJob, type WithLockPlan } from './with-lock.plan';
 import type { SkippedFire } from './skip.reporter';
 import type { ReleaseFire } from '../store/mutex/mutex-store.protocol';
@@ -72,10 +74,17 @@ export type SkippingWithLockDecorator = <T extends LockableMethod>(
  * skipped call resolves to `undefined` (an Observable emits `undefined`), so the declared result
  * must allow it.
  *
+ * With an array of templates, the method holds a multi-key lock: every key rendered, taken in
+ * one global order (see `LockService.acquire`), so calls naming the same keys in any order never
+ * deadlock. `limit`, `data` and `catchUp` are refused with an array.
+ *
  * @example
  * ```ts
  * @WithLock('invoice-<0>')
  * async pay(invoiceId: string) { ... }
+ *
+ * @WithLock(['account-<0>', 'account-<1>'])
+ * async transfer(from: string, to: string, amount: number) { ... }
  *
  * @Cron('0 * * * * *')
  * @WithLock('nightly-report', { onBusy: 'skip' })
@@ -89,9 +98,9 @@ export type SkippingWithLockDecorator = <T extends LockableMethod>(
  *   suffix) fails the boot, or the first call where the boot cannot see the method
  *   (`LockConfigurationError`).
  */
-export function WithLock(template: string, options: WithLockOptions & { onBusy: 'skip' }): SkippingWithLockDecorator;
-export function WithLock(template: string, options?: WithLockOptions): WithLockDecorator;
-export function WithLock(template: string, options: WithLockOptions = {}): WithLockDecorator | SkippingWithLockDecorator {
+export function WithLock(template: string | readonly string[], options: WithLockOptions & { onBusy: 'skip' }): SkippingWithLockDecorator;
+export function WithLock(template: string | readonly string[], options?: WithLockOptions): WithLockDecorator;
+export function WithLock(template: string | readonly string[], options: WithLockOptions = {}): WithLockDecorator | SkippingWithLockDecorator {
   return <T extends LockableMethod>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>): void => {
     const className = typeof target === 'function' ? target.name : target.constructor.name;
     const where = `${className}.${String(propertyKey)}`;
@@ -102,8 +111,13 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     // `Function.length` stops at a default or rest parameter.
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     // A rest parameter takes any number of arguments, which the metadata counts as one.
-    const keyTemplate = new LockKeyTemplate(template, where, hasRestParameter(original) ? undefined : paramTypes?.length);
-    const plan = planOf(options, where);
+    const parameterCount = hasRestParameter(original) ? undefined : paramTypes?.length;
+    const multi = Array.isArray(template);
+    if (multi && template.length === 0) throw new LockValidationError(MULTI_TEMPLATE_EMPTY(where));
+    const keyTemplate = multi
+      ? new LockKeyTemplates(template.map((one) => new LockKeyTemplate(one, where, parameterCount)))
+      : new LockKeyTemplate(template as string, where, parameterCount);
+    const plan = planOf(options, where, multi);
     // A semaphore's stored key has a suffix: its keys are that much longer.
     const suffixBytes = plan.acquire.limit === undefined ? 0 : Buffer.byteLength(semaphoreKeyOf(''), 'utf8');
     const checkKey: KeyCheck = (keyPrefix) => keyTemplate.checkPrefix(keyPrefix, suffixBytes);
@@ -142,8 +156,8 @@ export function WithLock(template: string, options: WithLockOptions = {}): WithL
     Reflect.defineMetadata(WITH_LOCK_KEY, checkKey, wrapper);
     // Read at boot by a job's catch-up: its key when it takes no argument, and a run of one fire.
     const job: WithLockJob = {
-      template,
-      staticKey: () => keyTemplate.render([]),
+      template: multi ? template.join(', ') : (template as string),
+      staticKey: () => String(keyTemplate.render([])),
       runFire: async (self, fire) => {
         const service = (self as Record<symbol, LockService | undefined>)[LOCK_SERVICE_PROPERTY];
         if (!service) throw new LockConfigurationError(LOCK_SERVICE_MISSING(self.constructor.name, String(propertyKey)));
@@ -170,7 +184,7 @@ async function runLocked(
   self: object,
   original: Method,
   args: unknown[],
-  template: LockKeyTemplate,
+  template: LockKeyTemplate | LockKeyTemplates,
   plan: WithLockPlan,
   checkKey: KeyCheck,
   signal?: AbortSignal,
@@ -187,7 +201,7 @@ async function runLocked(
     // Too long whatever the values (where the boot check did not see the method): the app's error.
     if (error instanceof LockKeyError && error.problem === 'too-long') checkKey(service.options?.keyPrefix ?? '');
     if (plan.skip && error instanceof LockBusyError) {
-      plan.skips.skipped(service.options.logger, key, error.holder?.owner, fire === undefined ? undefined : skippedFire(fire, error));
+      plan.skips.skipped(service.options.logger, typeof key === 'string' ? key : error.key, error.holder?.owner, fire === undefined ? undefined : skippedFire(fire, error));
       return { value: undefined };
     }
     throw error;

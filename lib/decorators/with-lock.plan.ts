@@ -4,6 +4,7 @@ import {
   CATCH_UP_NEEDS_CRON,
   HOLD_AT_LEAST_REACHES_PERIOD,
   LEASE_REACHES_PERIOD,
+  MULTI_TEMPLATE_OPTION,
   WITH_LOCK_OPTION_INVALID,
 } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
@@ -53,6 +54,8 @@ export interface WithLockPlan {
   readonly leaseMs: number | undefined;
   /** What to do at start-up about fires no instance ran. */
   readonly catchUp: 'none' | 'last';
+  /** Keys from an array of templates: a multi-key lock (no fire claims, no semaphore, no data). */
+  readonly multi: boolean;
   /**
    * The fires of its `@Cron` schedule (read at boot), for a skipping single attempt: each call by
    * the scheduler claims its fire, by scheduled time, so each fire runs once across instances.
@@ -74,15 +77,20 @@ const WITH_LOCK_OPTION_NAMES = Object.keys({
 
 /**
  * Checks the options when the class is defined, so a bad one fails at start-up.
+ * @param multi the key is an array of templates (a multi-key lock).
  * @throws LockValidationError naming the method and the option.
  */
-export function planOf(options: WithLockOptions, where: string): WithLockPlan {
+export function planOf(options: WithLockOptions, where: string, multi = false): WithLockPlan {
   if (options === null || typeof options !== 'object')
     throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'options', 'an object', options));
   const unknown = unknownOptionMessage(options, WITH_LOCK_OPTION_NAMES, `@WithLock on ${where}`);
   if (unknown) throw new LockValidationError(unknown);
   const { onBusy = 'throw', holdAtLeast, data, catchUp = 'none', ...acquire } = options;
   if (catchUp !== 'none' && catchUp !== 'last') throw new LockValidationError(CATCH_UP_INVALID(where, catchUp));
+  if (multi) {
+    const refused = (['limit', 'data'] as const).find((name) => options[name] !== undefined) ?? (catchUp === 'none' ? undefined : 'catchUp');
+    if (refused) throw new LockValidationError(MULTI_TEMPLATE_OPTION(where, refused));
+  }
   if (onBusy !== 'throw' && onBusy !== 'skip')
     throw new LockValidationError(WITH_LOCK_OPTION_INVALID(where, 'onBusy', "'throw' or 'skip'", onBusy));
   if (acquire.heartbeat !== undefined && typeof acquire.heartbeat !== 'boolean') {
@@ -111,6 +119,7 @@ export function planOf(options: WithLockOptions, where: string): WithLockPlan {
     skips: new SkipReporter(where),
     leaseMs,
     catchUp,
+    multi,
   };
 }
 
@@ -131,7 +140,7 @@ function holdAtLeastMs(holdAtLeast: WithLockOptions['holdAtLeast'], skip: boolea
  */
 export function fitToSchedule(plan: WithLockPlan, schedule: JobSchedule | undefined): void {
   const singleAttempt = plan.acquire.wait !== undefined && resolveWait(plan.acquire.wait) === 0;
-  const claims = plan.skip && singleAttempt && schedule?.kind === 'cron' && plan.acquire.limit === undefined;
+  const claims = plan.skip && singleAttempt && schedule?.kind === 'cron' && plan.acquire.limit === undefined && !plan.multi;
   if (plan.catchUp !== 'none' && !claims) throw new LockConfigurationError(CATCH_UP_NEEDS_CRON(plan.where));
   if (!plan.skip || schedule === undefined || !(schedule.periodMs > 0)) return;
   const { periodMs } = schedule;
