@@ -62,6 +62,9 @@ export const INVALID_LIMIT = (value: string, max: number) =>
 
 export const LIMIT_WITH_DATA = () => `--data cannot be used with --limit: a semaphore slot stores no data.`;
 
+export const AND_WITH_OPTION = (option: string) =>
+  `${option} cannot be used with --and: several names make a multi-key lock (mutexes, no ${option === '--limit' ? 'semaphore slots' : 'data'}).`;
+
 export const SEMAPHORE_BUSY = (name: string, limit: number, waitedMs: number | undefined) =>
   `all ${limit} slot${limit === 1 ? '' : 's'} of ${quote(name)} are taken or callers wait ahead; ` +
   (waitedMs === undefined ? `not waiting (--no-wait).` : `gave up after waiting ${formatDuration(waitedMs)}.`);

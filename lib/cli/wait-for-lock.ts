@@ -10,6 +10,8 @@ import type { HandledSignal } from './signals';
 /** What to acquire, and how. */
 export interface LockRequest {
   name: string;
+  /** More names held with `name` (`exec --and`): a multi-key lock. */
+  also?: readonly string[];
   /** Milliseconds, `true` without limit, `false` for one attempt. */
   wait: number | boolean;
   leaseMs: number;
@@ -41,7 +43,8 @@ export async function waitForLock(session: Session, request: LockRequest): Promi
       request.signal.throwIfAborted();
       progress?.start(holder);
     }
-    return await manager.acquire(request.name, {
+    const also = request.also ?? [];
+    return await manager.acquire(also.length > 0 ? [request.name, ...also] : request.name, {
       wait: request.wait,
       leaseDuration: request.leaseMs,
       data: request.data,
@@ -54,7 +57,8 @@ export async function waitForLock(session: Session, request: LockRequest): Promi
       const waited = willWait ? error.waitedMs : undefined;
       if (request.limit !== undefined)
         throw new CliError(SEMAPHORE_BUSY(request.name, request.limit, waited), ExitCode.busy, { cause: error });
-      throw new CliError(LOCK_BUSY(request.name, error.holder?.owner, error.holder?.fencingToken, waited), ExitCode.busy, { cause: error });
+      // With --and, the name that stayed busy.
+      throw new CliError(LOCK_BUSY(error.key, error.holder?.owner, error.holder?.fencingToken, waited), ExitCode.busy, { cause: error });
     }
     if (error instanceof LockUnavailableError) throw outageError(request.name, error, willWait ? error.waitedMs : undefined);
     throw error;

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { LIMIT_WITH_DATA } from '../cli.messages';
+import { AND_WITH_OPTION, LIMIT_WITH_DATA } from '../cli.messages';
 import { UsageError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
 import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
@@ -19,9 +19,16 @@ Examples:
   $ dynamo-lock exec migrations --wait 10m --lease-duration 1m -- npm run migrate
   $ dynamo-lock exec backup -- sh -c 'pg_dump mydb | gzip > backup.sql.gz'
   $ dynamo-lock exec encoder --limit 3 -- ./encode.sh video.mp4     # at most 3 at once, fleet-wide
+  $ dynamo-lock exec account-1 --and account-2 -- ./transfer.sh 1 2 50
 
 With --limit n, NAME is a counting semaphore: up to n commands (on any host) run at once, each
 with its own fencing token; the others wait in line, in the order they came.
+
+With --and NAME2 (repeatable), COMMAND runs while holding NAME and every NAME2 at once (a
+multi-key lock). The names are locked one by one in one fixed order (by their bytes), whatever
+order they are given in, so two commands naming the same locks in opposite orders never
+deadlock; if one stays busy, those taken are released. Each name is its own lock: a busy one
+names itself. Not with --limit or --data.
 
 Exit status: COMMAND's own (128 + N if signal N ended it), 1 if the lock stayed busy,
 3 if the lock was lost while COMMAND ran, 127 if COMMAND was not found.`;
@@ -29,6 +36,8 @@ Exit status: COMMAND's own (128 + N if signal N ended it), 1 if the lock stayed 
 interface ExecOptions extends AcquireCommandOptions {
   killAfter: string;
   limit?: string;
+  /** More names to hold with NAME (`--and`, repeatable). */
+  and: string[];
 }
 
 /** `exec NAME -- COMMAND...`: runs a command while holding the lock. */
@@ -40,6 +49,7 @@ export function registerExec(program: Command, runner: CommandRunner): void {
     .argument('<command...>', 'the command and its arguments, after "--"');
   addAcquireOptions(command, '30s', 'lease, renewed every third of it while COMMAND runs; others take over this long after a crash')
     .option('--limit <n>', 'a counting semaphore: run while fewer than n commands hold NAME (1 to 32; the same n everywhere)')
+    .option('--and <name>', 'also hold this lock (repeatable): all names at once, locked in one fixed order', collect, [])
     .option('--kill-after <duration>', 'after the lock is lost: how long COMMAND has between SIGTERM and SIGKILL', '10s')
     .addHelpText('after', EXAMPLES)
     .action((name: string, argv: string[], options: ExecOptions, cmd: Command) =>
@@ -51,11 +61,14 @@ async function exec(session: Session, name: string, argv: readonly string[], opt
   const { leaseMs, wait, data } = parseAcquireOptions(options);
   const limit = parseLimitOption(options.limit);
   if (limit !== undefined && data !== undefined) throw new UsageError(LIMIT_WITH_DATA());
+  const also = options.and;
+  if (also.length > 0 && limit !== undefined) throw new UsageError(AND_WITH_OPTION('--limit'));
+  if (also.length > 0 && data !== undefined) throw new UsageError(AND_WITH_OPTION('--data'));
   const killAfterMs = parseDurationOption(options.killAfter, '--kill-after');
 
   const signals = new WaitThenForward(name);
   try {
-    const lock = await waitForLock(session, { name, wait, leaseMs, data, limit, heartbeat: true, signal: signals.interrupt });
+    const lock = await waitForLock(session, { name, also, wait, leaseMs, data, limit, heartbeat: true, signal: signals.interrupt });
     return await runWhileHeld(session, lock, {
       argv,
       killAfterMs,
@@ -65,4 +78,9 @@ async function exec(session: Session, name: string, argv: readonly string[], opt
   } finally {
     signals.stop();
   }
+}
+
+/** Collects a repeatable option's values. */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
