@@ -26,6 +26,7 @@ import * as leadership from './scenarios/leadership.mjs';
 import * as semaphore from './scenarios/semaphore.mjs';
 import * as scheduledFires from './scenarios/scheduled-fires.mjs';
 import * as fencedWrites from './scenarios/fenced-writes.mjs';
+import * as multiKey from './scenarios/multi-key.mjs';
 import { machineAndVersions } from './report/environment.mjs';
 import { docsPage, scenarioTables } from './report/markdown.mjs';
 import { chartSvg } from './report/svg.mjs';
@@ -90,6 +91,7 @@ const MODES = {
       crash: { trials: 1, leaseMs: 1_000, periodLeases: 5 },
     },
     fencedWrites: { writes: 30 },
+    multiKey: { managers: 4, callersPerManager: 2, windowMs: 1_500, rounds: 2 },
   },
   full: {
     uncontended: { rounds: 5, cycles: 100 },
@@ -142,9 +144,10 @@ const MODES = {
       crash: { trials: 3, leaseMs: 1_000, periodLeases: 5 },
     },
     fencedWrites: { writes: 300 },
+    multiKey: { managers: 4, callersPerManager: 2, windowMs: 8_000, rounds: 2 },
   },
 };
-const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership, semaphore, scheduledFires, fencedWrites };
+const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership, semaphore, scheduledFires, fencedWrites, multiKey };
 
 /**
  * What a scenario runs with: `--only=waiting` also runs the cross-process 20 ms hold, and
