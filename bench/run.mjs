@@ -147,7 +147,19 @@ const MODES = {
     multiKey: { managers: 4, callersPerManager: 2, windowMs: 8_000, rounds: 2 },
   },
 };
-const SCENARIOS = { uncontended, inProcess, crossProcess, takeover, scale, waiting, leadership, semaphore, scheduledFires, fencedWrites, multiKey };
+const SCENARIOS = {
+  uncontended,
+  inProcess,
+  crossProcess,
+  takeover,
+  scale,
+  waiting,
+  leadership,
+  semaphore,
+  scheduledFires,
+  fencedWrites,
+  multiKey,
+};
 
 /**
  * What a scenario runs with: `--only=waiting` also runs the cross-process 20 ms hold, and

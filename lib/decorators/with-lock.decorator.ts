@@ -100,7 +100,10 @@ export type SkippingWithLockDecorator = <T extends LockableMethod>(
  */
 export function WithLock(template: string | readonly string[], options: WithLockOptions & { onBusy: 'skip' }): SkippingWithLockDecorator;
 export function WithLock(template: string | readonly string[], options?: WithLockOptions): WithLockDecorator;
-export function WithLock(template: string | readonly string[], options: WithLockOptions = {}): WithLockDecorator | SkippingWithLockDecorator {
+export function WithLock(
+  template: string | readonly string[],
+  options: WithLockOptions = {},
+): WithLockDecorator | SkippingWithLockDecorator {
   return <T extends LockableMethod>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>): void => {
     const className = typeof target === 'function' ? target.name : target.constructor.name;
     const where = `${className}.${String(propertyKey)}`;
@@ -112,10 +115,12 @@ export function WithLock(template: string | readonly string[], options: WithLock
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     // A rest parameter takes any number of arguments, which the metadata counts as one.
     const parameterCount = hasRestParameter(original) ? undefined : paramTypes?.length;
-    const multi = Array.isArray(template);
-    if (multi && template.length === 0) throw new LockValidationError(MULTI_TEMPLATE_EMPTY(where));
-    const keyTemplate = multi
-      ? new LockKeyTemplates(template.map((one) => new LockKeyTemplate(one, where, parameterCount)))
+    // An array of templates: a multi-key lock (each template checked as a single one is).
+    const templates: readonly string[] | undefined = typeof template === 'string' ? undefined : template;
+    const multi = templates !== undefined;
+    if (templates?.length === 0) throw new LockValidationError(MULTI_TEMPLATE_EMPTY(where));
+    const keyTemplate = templates
+      ? new LockKeyTemplates(templates.map((one: string) => new LockKeyTemplate(one, where, parameterCount)))
       : new LockKeyTemplate(template as string, where, parameterCount);
     const plan = planOf(options, where, multi);
     // A semaphore's stored key has a suffix: its keys are that much longer.
@@ -156,7 +161,7 @@ export function WithLock(template: string | readonly string[], options: WithLock
     Reflect.defineMetadata(WITH_LOCK_KEY, checkKey, wrapper);
     // Read at boot by a job's catch-up: its key when it takes no argument, and a run of one fire.
     const job: WithLockJob = {
-      template: multi ? template.join(', ') : (template as string),
+      template: keyTemplate.template,
       staticKey: () => String(keyTemplate.render([])),
       runFire: async (self, fire) => {
         const service = (self as Record<symbol, LockService | undefined>)[LOCK_SERVICE_PROPERTY];
@@ -201,7 +206,12 @@ async function runLocked(
     // Too long whatever the values (where the boot check did not see the method): the app's error.
     if (error instanceof LockKeyError && error.problem === 'too-long') checkKey(service.options?.keyPrefix ?? '');
     if (plan.skip && error instanceof LockBusyError) {
-      plan.skips.skipped(service.options.logger, typeof key === 'string' ? key : error.key, error.holder?.owner, fire === undefined ? undefined : skippedFire(fire, error));
+      plan.skips.skipped(
+        service.options.logger,
+        typeof key === 'string' ? key : error.key,
+        error.holder?.owner,
+        fire === undefined ? undefined : skippedFire(fire, error),
+      );
       return { value: undefined };
     }
     throw error;

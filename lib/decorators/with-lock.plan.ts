@@ -88,7 +88,8 @@ export function planOf(options: WithLockOptions, where: string, multi = false): 
   const { onBusy = 'throw', holdAtLeast, data, catchUp = 'none', ...acquire } = options;
   if (catchUp !== 'none' && catchUp !== 'last') throw new LockValidationError(CATCH_UP_INVALID(where, catchUp));
   if (multi) {
-    const refused = (['limit', 'data'] as const).find((name) => options[name] !== undefined) ?? (catchUp === 'none' ? undefined : 'catchUp');
+    const refused =
+      (['limit', 'data'] as const).find((name) => options[name] !== undefined) ?? (catchUp === 'none' ? undefined : 'catchUp');
     if (refused) throw new LockValidationError(MULTI_TEMPLATE_OPTION(where, refused));
   }
   if (onBusy !== 'throw' && onBusy !== 'skip')

@@ -42,7 +42,16 @@ describeEachServer('dynamo-lock exec --and', (server) => {
     const work = mkdtempSync(path.join(dir, 'accounts-'));
     const runs = Array.from({ length: 6 }, (_, i) => {
       const [first, second] = i % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
-      return cli.run(['exec', `acct-${first}`, '--and', `acct-${second}`, '--wait', '60s', '--', ...transfer(work, String(i), [first, second])]);
+      return cli.run([
+        'exec',
+        `acct-${first}`,
+        '--and',
+        `acct-${second}`,
+        '--wait',
+        '60s',
+        '--',
+        ...transfer(work, String(i), [first, second]),
+      ]);
     });
     const results = await Promise.all(runs);
     for (const result of results) expectExit(result, 0);

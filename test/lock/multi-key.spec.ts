@@ -121,7 +121,12 @@ function multiKeySuite(name: string, setup: () => Setup): void {
           done++;
         }
       };
-      await Promise.all([worker(managers[0], [a, b]), worker(managers[1], [b, a]), worker(managers[2], [b, a]), worker(managers[0], [b, a])]);
+      await Promise.all([
+        worker(managers[0], [a, b]),
+        worker(managers[1], [b, a]),
+        worker(managers[2], [b, a]),
+        worker(managers[0], [b, a]),
+      ]);
       expect(done).toBe(32);
       expect(overlaps).toBe(0);
     }, 60_000);
@@ -187,7 +192,7 @@ function multiKeySuite(name: string, setup: () => Setup): void {
       expect(owner.heldCount).toBe(0);
     });
 
-    it('inside withLock([...]): current(key) is one key\'s lock; a nested set or key is re-entrant; a set held in part is refused', async () => {
+    it("inside withLock([...]): current(key) is one key's lock; a nested set or key is re-entrant; a set held in part is refused", async () => {
       const manager = setup().manager();
       const [a, b, c] = keysFor('nested', 3);
       await manager.withLock([b, a], async (lock) => {
@@ -221,7 +226,7 @@ function multiKeySuite(name: string, setup: () => Setup): void {
       await lock.release();
     });
 
-    it('the caller\'s signal stops an ordered acquisition and leaves nothing held', async () => {
+    it("the caller's signal stops an ordered acquisition and leaves nothing held", async () => {
       const { manager, read } = setup();
       const [holder, caller] = [manager({ ownerName: 'holder' }), manager({ ownerName: 'caller' })];
       const [a, b] = keysFor('signal', 2);

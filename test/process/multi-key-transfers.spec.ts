@@ -89,19 +89,27 @@ describeEachServer('multi-key transfers across processes', (server) => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it(`${PROCESSES} processes transfer between ${ACCOUNTS} accounts in random key orders: no deadlock, balances conserved, no overlap per account`, async () => {
-    for (let i = 0; i < ACCOUNTS; i++) writeFileSync(path.join(dataDir, `account-${i}.json`), JSON.stringify({ balance: OPENING, token: 0 }));
-    const config = { accounts: ACCOUNTS, durationMs: DURATION_MS, dataDir, leaseMs: 10_000, waitForGo: true };
-    const all = Array.from({ length: PROCESSES }, (_, i) => start(server, fixture.tableName, { ...config, owner: `p${i}` }));
-    await Promise.all(all.map((w) => w.next('ready', 60_000)));
-    for (const worker of all) worker.child.send('go');
-    // A deadlock would stop every worker until its 60 s wait ran out (an `error` report).
-    const done = await Promise.all(all.map((w) => w.next('done', DURATION_MS + 75_000)));
-    const balances = Array.from({ length: ACCOUNTS }, (_, i) => JSON.parse(readFileSync(path.join(dataDir, `account-${i}.json`), 'utf8')).balance as number);
-    expect(balances.reduce((a, b) => a + b, 0)).toBe(ACCOUNTS * OPENING);
-    expect(done.map((d) => d.overlaps)).toEqual(Array(PROCESSES).fill(0));
-    expect(done.map((d) => d.staleTokens)).toEqual(Array(PROCESSES).fill(0));
-    // Every process made progress (not one process doing all the work while others starve).
-    for (const d of done) expect(d.transfers).toBeGreaterThan(5);
-  }, DURATION_MS + 150_000);
+  it(
+    `${PROCESSES} processes transfer between ${ACCOUNTS} accounts in random key orders: no deadlock, balances conserved, no overlap per account`,
+    async () => {
+      for (let i = 0; i < ACCOUNTS; i++)
+        writeFileSync(path.join(dataDir, `account-${i}.json`), JSON.stringify({ balance: OPENING, token: 0 }));
+      const config = { accounts: ACCOUNTS, durationMs: DURATION_MS, dataDir, leaseMs: 10_000, waitForGo: true };
+      const all = Array.from({ length: PROCESSES }, (_, i) => start(server, fixture.tableName, { ...config, owner: `p${i}` }));
+      await Promise.all(all.map((w) => w.next('ready', 60_000)));
+      for (const worker of all) worker.child.send('go');
+      // A deadlock would stop every worker until its 60 s wait ran out (an `error` report).
+      const done = await Promise.all(all.map((w) => w.next('done', DURATION_MS + 75_000)));
+      const balances = Array.from(
+        { length: ACCOUNTS },
+        (_, i) => JSON.parse(readFileSync(path.join(dataDir, `account-${i}.json`), 'utf8')).balance as number,
+      );
+      expect(balances.reduce((a, b) => a + b, 0)).toBe(ACCOUNTS * OPENING);
+      expect(done.map((d) => d.overlaps)).toEqual(Array(PROCESSES).fill(0));
+      expect(done.map((d) => d.staleTokens)).toEqual(Array(PROCESSES).fill(0));
+      // Every process made progress (not one process doing all the work while others starve).
+      for (const d of done) expect(d.transfers).toBeGreaterThan(5);
+    },
+    DURATION_MS + 150_000,
+  );
 });

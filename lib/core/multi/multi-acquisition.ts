@@ -63,5 +63,8 @@ function nestedSet(host: MultiLockHost, scope: string, set: readonly MultiKey[])
     const missing = set.filter((_, i) => held[i] === undefined).map(({ key }) => key);
     throw new LockValidationError(MULTI_PARTLY_HELD(scope, heldKeys, missing));
   }
-  return createMultiLock(locks.map((lock) => nestedLock(lock)), true);
+  return createMultiLock(
+    locks.map((lock) => nestedLock(lock)),
+    true,
+  );
 }

@@ -22,7 +22,9 @@ export const MULTI_OPTION_UNSUPPORTED = (scope: string, option: string) =>
 export const MULTI_PARTLY_HELD = (scope: string, held: readonly string[], missing: readonly string[]) =>
   `${scope}: this async context already holds ${held.map((k) => `"${truncate(k)}"`).join(', ')} but not ${missing
     .map((k) => `"${truncate(k)}"`)
-    .join(', ')}. Taking more keys while holding some would break the one global key order that keeps multi-key locks free of deadlocks: lock the whole set at once, outside the held lock.`;
+    .join(
+      ', ',
+    )}. Taking more keys while holding some would break the one global key order that keeps multi-key locks free of deadlocks: lock the whole set at once, outside the held lock.`;
 
 export const MULTI_KEY_NOT_IN_SET = (key: string, keys: readonly string[]) =>
   `Key "${truncate(key)}" is not one of this lock's keys (${keys.map((k) => `"${truncate(k)}"`).join(', ')}).`;
