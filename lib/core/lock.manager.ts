@@ -216,7 +216,11 @@ export class LockManager {
   private runHolding<T>(lock: Lock, fn: () => T): T {
     const parts = partsOf(lock);
     // A multi-key lock: each key's lock is what `current(key)` and re-entrant calls find.
-    if (parts) return parts.reduceRight<() => T>((inner, part) => () => this.runHolding(part, inner), fn)();
+    if (parts) {
+      // The set itself is innermost, so `current()` without a key returns it (never a real key: `\0` first).
+      const set = () => this.context.run(`\0${lock.keys.join('\0')}`, lock, fn);
+      return parts.reduceRight<() => T>((inner, part) => () => this.runHolding(part, inner), set)();
+    }
     const lease = this.primitives.leaseOf(lock);
     const run = () => this.context.run(lease?.storedKey ?? toStoredKey(lock.key, this.options.keyPrefix), lock, fn);
     return lease?.trace ? lease.trace.run(run) : run();

@@ -196,6 +196,7 @@ function multiKeySuite(name: string, setup: () => Setup): void {
       const manager = setup().manager();
       const [a, b, c] = keysFor('nested', 3);
       await manager.withLock([b, a], async (lock) => {
+        expect(manager.current()).toBe(lock);
         expect(manager.current(a)?.fencingToken).toBe(lock.fencingTokenOf(a));
         const one = await manager.acquire(b);
         expect(one.isReentrant).toBe(true);
