@@ -38,12 +38,16 @@ const tick = () => Promise.resolve();
 export class MemoryLockStore implements LockItemStore {
   /** `'memory'`. */
   readonly kind = 'memory';
-  private readonly mutex = new MemoryMutexStore();
+  private readonly mutex: MemoryMutexStore;
   private readonly semaphore = new MemorySemaphoreStore();
   private readonly fencing: MemoryFencingStore;
 
-  /** @param options where fenced writes go (`onWrite`) and the key names of tables written with `Put`. */
+  /**
+   * @param options where fenced writes go (`onWrite`), the key names of tables written with `Put`,
+   *   and whether multi-key locks may take their keys in one all-or-none write (`transactions`).
+   */
   constructor(options: MemoryLockStoreOptions = {}) {
+    this.mutex = new MemoryMutexStore(options.transactions ?? true);
     this.fencing = new MemoryFencingStore(this.mutex, options);
     registerStores(this, {
       kind: this.kind,

@@ -111,12 +111,18 @@ export function sendToTable(
   command: ScanCommand,
   table: TableTarget,
 ): Promise<ScanCommandOutput>;
+export function sendToTable(
+  client: DynamoDBClient,
+  operation: 'TransactWriteItems',
+  command: TransactWriteItemsCommand,
+  table: TableTarget,
+): Promise<TransactWriteItemsCommandOutput>;
 export async function sendToTable(
   client: DynamoDBClient,
   operation: string,
-  command: UpdateItemCommand | GetItemCommand | ScanCommand,
+  command: UpdateItemCommand | GetItemCommand | ScanCommand | TransactWriteItemsCommand,
   { tableName, requestTimeoutMs, keys, createTable = false, entryPoint = 'LockManager' }: TableTarget,
-): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput> {
+): Promise<UpdateItemCommandOutput | GetItemCommandOutput | ScanCommandOutput | TransactWriteItemsCommandOutput> {
   try {
     return await sendWithinLimit(client, command, requestTimeoutMs, (lastAttempt) =>
       REQUEST_TIMED_OUT(operation, tableName, requestTimeoutMs ?? 0, lastAttempt),

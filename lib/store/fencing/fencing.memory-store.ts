@@ -29,6 +29,12 @@ export interface MemoryLockStoreOptions {
   onWrite?: (write: MemoryWrite) => void | Promise<void>;
   /** Key attribute names per table, for `fencedWrite()` Puts (Updates and Deletes name their key). */
   tableKeys?: Record<string, readonly string[]>;
+  /**
+   * Whether the store has transactions, as DynamoDB has (default `true`): a multi-key lock whose
+   * keys are free is then taken in one all-or-none write. `false` behaves like dynalite: the keys
+   * are taken one by one in their order, so tests can run both paths.
+   */
+  transactions?: boolean;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { ReadConsistency } from '../store.protocol';
 import type { LeftRun, LockRecord } from './mutex.record';
-import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import type { AcquireAllResult, AcquireAllWrite, AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
 
 /**
  * Where mutex items live: one item per key, with its holder, its line of tickets and its fencing
@@ -11,6 +11,12 @@ import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, Tic
 export interface MutexStorePort {
   /** Takes the lock when `write.condition` holds: free, or handed over by its holder. */
   acquire(write: AcquireWrite): Promise<WriteResult>;
+  /**
+   * Takes several free keys at once, all or none, each as a free {@link acquire} takes it (on
+   * DynamoDB, one `TransactWriteItems`). Absent, or answering `unsupported`, where the store has
+   * no transactions: callers then take the keys one by one.
+   */
+  acquireAll?(write: AcquireAllWrite): Promise<AcquireAllResult>;
   /** Takes the next ticket for a waiter (the answer is the item as written: its ticket is `tail - 1`). */
   enqueue(write: TicketWrite): Promise<WriteResult>;
   /** Passes a holder whose record version stayed unchanged for its whole lease. */

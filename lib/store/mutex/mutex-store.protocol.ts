@@ -106,3 +106,50 @@ export function claimLeaseOf(leaseMs: number): number {
 
 /** Result of a conditional write. `current` is the item that blocked it, when the server returned it. */
 export type WriteResult = { ok: true; record: LockRecord } | { ok: false; current: LockRecord | undefined };
+
+/** One key of an all-or-none acquisition ({@link AcquireAllWrite}): a free acquire with its fencing counter pinned. */
+export interface AcquireAllPart {
+  key: string;
+  token: string;
+  /** The record version written: fixed, so that a resend is the same request. */
+  rvn: string;
+  /**
+   * The fencing counter the item must have, which becomes this holder's token (a transaction
+   * returns no item); `undefined`: the item must have none (a new item, whose counter starts anew).
+   */
+  fence: number | undefined;
+}
+
+/**
+ * Free acquires of several keys applied all or none (on DynamoDB one `TransactWriteItems`), each
+ * writing what a single free acquire writes. Every value is fixed, so a resend after a lost
+ * answer is the same request, applied at most once (`requestToken`).
+ */
+export interface AcquireAllWrite {
+  parts: AcquireAllPart[];
+  owner: string;
+  leaseMs: number;
+  /** Wall-clock time written (`acquiredAt`, `updatedAt`, the TTL, a new counter's base), epoch ms. */
+  now: number;
+  /** Makes a resend idempotent (DynamoDB's `ClientRequestToken`: for 10 minutes, at most 36 characters). */
+  requestToken: string;
+}
+
+/** The answer to an {@link AcquireAllWrite}. */
+export type AcquireAllResult =
+  /** Every key is held: each record as written (what the write set, when the server returns no item). */
+  | { kind: 'granted'; records: LockRecord[] }
+  /**
+   * Nothing was written. `failed[i]`: part `i`'s condition failed, `current[i]` its item then
+   * (when the server returned it); `conflict`: a write of one of the items was in flight.
+   */
+  | { kind: 'refused'; failed: boolean[]; current: (LockRecord | undefined)[]; conflict: boolean }
+  /** The store has no transactions (dynalite, a memory store built with `transactions: false`). */
+  | { kind: 'unsupported' };
+
+/** The record part `part` of `write` made: what the free acquire set (a transaction returns no item). */
+export function grantedRecord(write: AcquireAllWrite, part: AcquireAllPart): LockRecord {
+  const { owner, leaseMs, now } = write;
+  const fencingToken = part.fence ?? now * 1000;
+  return { key: part.key, token: part.token, owner, rvn: part.rvn, leaseMs, fencingToken, acquiredAt: now, updatedAt: now, tailToken: part.token };
+}

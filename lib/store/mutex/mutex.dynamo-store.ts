@@ -5,8 +5,9 @@ import { ATTRIBUTE_NAMES, LEFT_MAX, type LeftRun, type LockRecord, leftRun, toLo
 import type { ReadConsistency } from '../store.protocol';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import type { MutexStorePort } from './mutex-store.port';
-import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
-import { claimFire, HELD, heldValue, holdingCondition, lastHold, LOCK_SHAPE, LOCK_SHAPE_ATTRIBUTES, noHold } from './mutex.expressions';
+import type { AcquireAllResult, AcquireAllWrite, AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import { acquireParts, claimFire, FREE, HELD, heldValue, holdingCondition, lastHold, LOCK_SHAPE, LOCK_SHAPE_ATTRIBUTES, noHold } from './mutex.expressions';
+import { sendAcquireAll } from './mutex.acquire-all';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
 import { DEFAULT_TABLE_KEYS, isForeignItem, isSharedTable, itemKeyOf } from '../dynamo/table-schema';
 import { LockConfigurationError } from '../../errors/lock.errors';
@@ -30,6 +31,8 @@ interface Update extends UpdateParts {
  */
 export class DynamoMutexStore implements MutexStorePort {
   private readonly keys: LockTableKeys;
+  /** `false` once the server answered that it has no transactions (dynalite): asked once per store. */
+  private transactions = true;
 
   constructor(
     private readonly client: DynamoDBClient,
@@ -47,46 +50,26 @@ export class DynamoMutexStore implements MutexStorePort {
    */
   acquire(write: AcquireWrite): Promise<WriteResult> {
     const now = Date.now();
-    const values: Record<string, AttributeValue> = {
-      ':token': { S: write.token },
-      ':owner': { S: write.owner },
-      ':rvn': { S: randomToken() },
-      ':lease': { N: String(write.leaseMs) },
-      ':now': { N: String(now) },
-      ':one': { N: '1' },
-    };
-    const set = ['#owner = :owner', '#token = :token', '#rvn = :rvn', '#lease = :lease', '#acquiredAt = :now', '#updatedAt = :now'];
-    // A release recorded before another holder took it no longer answers a retry of it as done.
-    // A free lock has an empty line: the claim leases of its tickets start anew.
-    const remove = ['#live', '#released'];
-    if (write.condition.kind === 'free') remove.push('#claims', '#left');
-    if (write.data === undefined) remove.push('#data');
-    else {
-      set.push('#data = :data');
-      values[':data'] = { S: write.data };
-    }
-    let condition: string;
-    const claim = claimFire(write.fire, write.owner, set, remove, values);
-    if (write.condition.kind === 'free') {
-      values[':base'] = { N: String(now * 1000) };
-      // The counter as the last release (or skip) left it: one above the last holder's, and unused.
-      set.push(
-        '#fence = if_not_exists(#fence, :base)',
-        '#head = if_not_exists(#tail, :base)',
-        '#tail = if_not_exists(#tail, :base) + :one',
-        // The ticket taken is this writer's: a waiter retrying an enqueue whose answer was lost
-        // must not mistake it for its own (it would answer roll calls for a ticket it never got).
-        '#tailToken = :token',
-      );
-      // Not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
-      condition = `attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)${claim}${this.onlyLockItem()}`;
-    } else {
-      set.push('#fence = #fence + :one');
-      // Re-applicable by the new holder (the head does not move): a retried hand-over succeeds again
-      // (unless it claims a fire: then the retry fails on its own claim, and the caller finds its token).
-      condition = `(${holdingCondition(write.condition.from, values, ':from')} OR #token = :token)${claim}`;
-    }
+    const { set, remove, values, claim } = acquireParts(write, now, randomToken());
+    // Free: not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
+    // Hand-over: re-applicable by the new holder (the head does not move): a retried hand-over
+    // succeeds again (unless it claims a fire: then the retry fails on its own claim, and the caller finds its token).
+    const condition =
+      write.condition.kind === 'free'
+        ? `${FREE}${claim}${this.onlyLockItem()}`
+        : `(${holdingCondition(write.condition.from, values, ':from')} OR #token = :token)${claim}`;
     return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
+  }
+
+  /**
+   * Takes several free keys in one `TransactWriteItems`, all or none (see `sendAcquireAll()`);
+   * `unsupported` on a server without transactions, remembered for this store.
+   */
+  async acquireAll(write: AcquireAllWrite): Promise<AcquireAllResult> {
+    if (!this.transactions) return { kind: 'unsupported' };
+    const result = await sendAcquireAll(this.client, this.options, write, this.onlyLockItem());
+    if (result.kind === 'unsupported') this.transactions = false;
+    return result;
   }
 
   /**

@@ -1,11 +1,72 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { Holding } from './mutex-store.protocol';
+import type { AcquireWrite, Holding } from './mutex-store.protocol';
 import { ATTR } from './mutex.record';
 
 /**
  * The expression parts the DynamoDB mutex store's writes share: the holding condition (also the
  * lock check of fenced transactions), the hold time a release records, and a fire's claim.
  */
+
+/**
+ * The condition of a free acquire: nobody holds the item (no token) and nobody waits (`head` =
+ * `tail`, or a new item). The one-transaction acquisition of several keys sends it too.
+ */
+export const FREE = 'attribute_not_exists(#token) AND (attribute_not_exists(#head) OR #head = #tail)';
+
+/** The clauses and values of a write taking the lock, and the condition its fire claim adds. */
+export interface AcquireParts {
+  set: string[];
+  remove: string[];
+  values: Record<string, AttributeValue>;
+  /** `''`, or ` AND ...`: no fire at or after the one claimed (see {@link claimFire}). */
+  claim: string;
+}
+
+/**
+ * What a write taking the lock sets and removes (before its TTL): the holder, record version
+ * `rvn`, times `now`. Free: ticket `tail` taken (and served) with the fencing counter as the last
+ * release left it; hand-over: the counter raised by one. `DynamoMutexStore.acquire()` and the
+ * transaction of several free acquires both build their writes here, so they write the same item.
+ */
+export function acquireParts(write: AcquireWrite, now: number, rvn: string): AcquireParts {
+  const values: Record<string, AttributeValue> = {
+    ':token': { S: write.token },
+    ':owner': { S: write.owner },
+    ':rvn': { S: rvn },
+    ':lease': { N: String(write.leaseMs) },
+    ':now': { N: String(now) },
+    ':one': { N: '1' },
+  };
+  const set = ['#owner = :owner', '#token = :token', '#rvn = :rvn', '#lease = :lease', '#acquiredAt = :now', '#updatedAt = :now'];
+  // A release recorded before another holder took it no longer answers a retry of it as done.
+  // A free lock has an empty line: the claim leases of its tickets start anew.
+  const remove = ['#live', '#released'];
+  const free = write.condition.kind === 'free';
+  if (free) remove.push('#claims', '#left');
+  if (write.data === undefined) remove.push('#data');
+  else {
+    set.push('#data = :data');
+    values[':data'] = { S: write.data };
+  }
+  const claim = claimFire(write.fire, write.owner, set, remove, values);
+  if (!free) {
+    set.push('#fence = #fence + :one');
+    return { set, remove, values, claim };
+  }
+  // A counter created anew starts from the current time in microseconds, so it still exceeds every
+  // token of an item TTL deleted earlier; so do tickets.
+  values[':base'] = { N: String(now * 1000) };
+  // The counter as the last release (or skip) left it: one above the last holder's, and unused.
+  set.push(
+    '#fence = if_not_exists(#fence, :base)',
+    '#head = if_not_exists(#tail, :base)',
+    '#tail = if_not_exists(#tail, :base) + :one',
+    // The ticket taken is this writer's: a waiter retrying an enqueue whose answer was lost
+    // must not mistake it for its own (it would answer roll calls for a ticket it never got).
+    '#tailToken = :token',
+  );
+  return { set, remove, values, claim };
+}
 
 /** A held item: its holder wrote its token, or a ticket is served (a promoted waiter that has not written yet). */
 export const HELD = 'attribute_exists(#token) OR #head < #tail';

@@ -2,7 +2,7 @@ import { randomToken } from '../../utils/random-token';
 import { ATTR, isHeld, LEFT_MAX, type LeftRun, type LockRecord, leftRun } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { MutexStorePort } from './mutex-store.port';
-import type { AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import type { AcquireAllResult, AcquireAllWrite, AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
 import type { JobFireOutcome } from '../../interfaces/job-fire.interface';
 
 /** One lock item with the DynamoDB store's attributes; an absent attribute is `undefined`. */
@@ -71,6 +71,9 @@ class MemoryStoreValidationError extends Error {
 export class MemoryMutexStore implements MutexStorePort {
   private readonly items = new Map<string, StoredItem>();
 
+  /** @param transactions whether {@link acquireAll} applies (as DynamoDB), or answers `unsupported` (as dynalite). */
+  constructor(private readonly transactions = true) {}
+
   /** Number of records (free or held) the store keeps. */
   get size(): number {
     return this.items.size;
@@ -85,38 +88,39 @@ export class MemoryMutexStore implements MutexStorePort {
     const w = structuredClone(write);
     await tick();
     return this.update(w.key, (item) => {
-      const now = Date.now();
-      const holder: StoredItem = {
-        ...item,
-        owner: w.owner,
-        token: w.token,
-        rvn: randomToken(),
-        leaseMs: w.leaseMs,
-        acquiredAt: now,
-        updatedAt: now,
-        data: w.data,
-        live: undefined,
-        releasedToken: undefined,
-        ttl: ttlOf(now, w.leaseMs),
-      };
       if (!claimable(item, w.fire)) return undefined;
-      Object.assign(holder, claimOf(w.fire, w.owner, now));
-      if (w.condition.kind === 'free') {
-        if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
-        const base = now * 1000;
-        return {
-          ...holder,
-          fence: item.fence ?? base,
-          head: item.tail ?? base,
-          tail: (item.tail ?? base) + 1,
-          tailToken: w.token,
-          claims: undefined,
-          left: undefined,
-        };
-      }
+      const now = Date.now();
+      const holder = holderOf(item, w, now, randomToken());
+      if (w.condition.kind === 'free') return takeFree(item, holder, w.token, now);
       if (!holds(item, w.condition.from) && item.token !== w.token) return undefined;
       return { ...holder, fence: fenceOf(item) + 1 };
     });
+  }
+
+  /**
+   * Free acquires of several keys, all or none, as the DynamoDB store's transaction: each key's
+   * condition is a free acquire's with its counter pinned; one failing, nothing changes.
+   */
+  async acquireAll(write: AcquireAllWrite): Promise<AcquireAllResult> {
+    const w = structuredClone(write);
+    await tick();
+    if (!this.transactions) return { kind: 'unsupported' };
+    const next = w.parts.map((part) => {
+      const item = structuredClone(this.items.get(part.key) ?? { key: part.key });
+      if (item.fence !== part.fence) return undefined;
+      const write = { key: part.key, token: part.token, owner: w.owner, leaseMs: w.leaseMs, condition: { kind: 'free' as const } };
+      return takeFree(item, holderOf(item, write, w.now, part.rvn), part.token, w.now);
+    });
+    if (next.some((item) => item === undefined)) {
+      const current = w.parts.map((part, i) => {
+        const item = next[i] ? undefined : this.items.get(part.key);
+        return item && toRecord(item);
+      });
+      return { kind: 'refused', failed: next.map((item) => item === undefined), current, conflict: false };
+    }
+    const stored = next.map((item) => structuredClone(item!));
+    for (const item of stored) this.items.set(item.key, item);
+    return { kind: 'granted', records: stored.map((item) => toRecord(item)) };
   }
 
   async enqueue(write: TicketWrite): Promise<WriteResult> {
@@ -290,6 +294,21 @@ export class MemoryMutexStore implements MutexStorePort {
     this.items.set(key, stored);
     return { ok: true, record: toRecord(stored) };
   }
+}
+
+/** The item with `write`'s holder in it (a new record version `rvn`, times `now`): what every acquire sets. */
+function holderOf(item: StoredItem, write: AcquireWrite, now: number, rvn: string): StoredItem {
+  const { owner, token, leaseMs, data, fire } = write;
+  const holder = { ...item, owner, token, rvn, leaseMs, acquiredAt: now, updatedAt: now, data, live: undefined, releasedToken: undefined };
+  return { ...holder, ttl: ttlOf(now, leaseMs), ...claimOf(fire, owner, now) };
+}
+
+/** A free acquire (`FREE` in the DynamoDB store): ticket `tail` taken and served, the counter kept; `undefined` when held or waited for. */
+function takeFree(item: StoredItem, holder: StoredItem, token: string, now: number): StoredItem | undefined {
+  if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
+  const base = now * 1000;
+  const tail = item.tail ?? base;
+  return { ...holder, fence: item.fence ?? base, head: tail, tail: tail + 1, tailToken: token, claims: undefined, left: undefined };
 }
 
 /** Lets the caller's code run on before the "server" answers. Not a timer, so fake timers do not stall it. */
