@@ -72,6 +72,9 @@ export class LockManager {
       acquireOne: (scope, key, options) => this.start(scope, key, options),
       held: (storedKey) => this.context.get(mutex.itemKeyOf(storedKey)),
       releaseQuietly: release,
+      // Only keys no caller of this process uses, through any primitive (the ordered path says why).
+      acquireAll: async (set, options) =>
+        set.some(({ storedKey }) => this.primitives.all.some((p) => p.uses(storedKey))) ? undefined : mutex.acquireAll(set, options),
     };
     exposeInternals(this, {
       stores,

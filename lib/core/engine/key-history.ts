@@ -36,6 +36,8 @@ interface KeyFacts {
   busyAt?: number;
   /** The record version this process watches, kept across calls (see {@link RecordObservation}). */
   observed?: RecordObservation;
+  /** The fencing counter the item has when free, as this process last knew it (see {@link KeyHistory.fenceOf}). */
+  fence?: number;
 }
 
 /**
@@ -227,6 +229,21 @@ export class KeyHistory {
   /** Notes that `key` is held by someone else now (or free, with `busy: false`). */
   recordBusy(key: string, now: number, busy = true): void {
     this.touch(key).busyAt = busy ? now : undefined;
+  }
+
+  /**
+   * The fencing counter this process expects the item to have once free: one above the token of
+   * its last holder here (a release, a hand-over or a pass each add one), or as an item showed it.
+   * Pinned by the one-transaction acquisition of a set (a transaction returns no item); a wrong
+   * guess fails that transaction's condition, and writes nothing.
+   */
+  fenceOf(key: string): number | undefined {
+    return this.facts.get(key)?.fence;
+  }
+
+  /** Notes the counter `key`'s item has when free (see {@link fenceOf}). */
+  noteFence(key: string, fence: number): void {
+    this.touch(key).fence = fence;
   }
 
   private touch(key: string): KeyFacts {

@@ -94,7 +94,9 @@ export class LeaseKeeper {
     };
     this.leases.set(lock, lease);
     this.scheduler.add(lease);
-    // Held by a live lease: no longer an orphan to take back, nor a version to watch.
+    // Held by a live lease: no longer an orphan to take back, nor a version to watch. Whatever
+    // ends it (release, hand-over, pass) leaves the counter one above its token.
+    if (record.fencingToken !== undefined) history.noteFence(waiter.storedKey, record.fencingToken + 1);
     history.dropOrphan(waiter.storedKey, waiter.token);
     history.forgetObservation(waiter.storedKey);
     // A caller that gave up while the write was in flight never sees this lock, which is released

@@ -18,10 +18,17 @@ export interface MultiLockHost {
   held(storedKey: string): Lock | undefined;
   /** Gives back a lock, logging (not throwing) a failure. */
   releaseQuietly(lock: Lock): Promise<void>;
+  /**
+   * Takes the whole set in one all-or-none write when the store can and the keys look free (the
+   * fast path); `undefined`: take them one by one.
+   */
+  acquireAll(set: readonly MultiKey[], options: AcquireOptions): Promise<Lock[] | undefined>;
 }
 
 /**
- * `acquire([...])`: every key of the set, or none. Keys are taken one by one in the global order
+ * `acquire([...])`: every key of the set, or none. Where the store has transactions and the keys
+ * look free, in one all-or-none write (the host's `acquireAll`); otherwise, or when a key is busy,
+ * in order: keys are taken one by one in the global order
  * (see `resolveMultiKeys()`), each through the mutex as `acquire(key)` takes it (local queue,
  * ticket line, takeover of a dead holder), with what is left of the caller's wait and its signal.
  * Two callers locking overlapping sets therefore always meet on their first common key, never in
@@ -35,6 +42,8 @@ export async function acquireMulti(host: MultiLockHost, scope: string, keys: unk
   if (nested) return nested;
   const waitMs = options.wait === undefined ? host.waitMs : resolveWait(options.wait);
   const deadline = monotonicNow() + waitMs;
+  const fast = await host.acquireAll(set, options);
+  if (fast) return createMultiLock(fast);
   const taken: Lock[] = [];
   try {
     for (const { key } of set) {

@@ -1,5 +1,6 @@
 import { LockBusyError, LockUnavailableError } from '../../errors/lock.errors';
 import { FIRE_CLAIMED, LOCK_BUSY } from '../../errors/lock.messages';
+import type { LockRecord } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import { monotonicNow } from '../../utils/clock';
 import { MAX_DURATION_MS } from '../../utils/duration';
@@ -138,6 +139,44 @@ export class KeyQueues {
       },
     );
     this.track(attempt);
+  }
+
+  /**
+   * Reserves a key no caller of this process uses, for an acquisition outside its queue (a set
+   * taken in one transaction): later callers queue behind it, and none talks to DynamoDB meanwhile.
+   * @returns `false` when a caller of this process holds or waits for the key.
+   */
+  reserve(storedKey: string): boolean {
+    if (this.slots.has(storedKey)) return false;
+    this.slotFor(storedKey).polling = true;
+    return true;
+  }
+
+  /** Ends a {@link reserve} that took nothing: callers queued meanwhile start. */
+  unreserve(storedKey: string): void {
+    const slot = this.slots.get(storedKey);
+    if (!slot?.polling || slot.holder) return;
+    slot.polling = false;
+    this.pump(slot);
+  }
+
+  /**
+   * Holds a key reserved by {@link reserve} that a write outside the queue granted to `waiter`
+   * (`record` as written, its lease counting from `sentAt`): an ordinary held lease from here on
+   * (heartbeats, release, hand-over to the callers queued behind, loss).
+   */
+  adoptGranted(waiter: Waiter, record: LockRecord, sentAt: number): HeldLease {
+    const slot = this.slotFor(waiter.storedKey);
+    slot.polling = false;
+    const lease = this.deps.hold(waiter, record, sentAt, 'free', waiter.leaseMs);
+    slot.holder = lease;
+    this.settle(waiter, lease.lock);
+    return lease;
+  }
+
+  /** Runs a clean-up in the background; shutdown waits for it. */
+  later(task: () => Promise<void>): void {
+    this.track(task().catch(() => undefined));
   }
 
   /** Counts an acquisition or a clean-up as running until it settles: shutdown waits for it. */

@@ -15,6 +15,7 @@ import type { Lock, LockHost } from '../engine/lock';
 import type { HeldLease, Waiter } from '../engine/lock-state';
 import { createWaiter } from '../engine/waiter.factory';
 import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/primitive.interface';
+import { acquireAllAtOnce, type SetKey } from './all-at-once';
 import { KeyQueues } from './key.queues';
 import { type KeyView, KeyWatcher } from './key.watcher';
 import { LockReleaser } from './lock.releaser';
@@ -119,6 +120,17 @@ export class MutexPrimitive implements LockPrimitive {
       }
       throw error;
     });
+  }
+
+  /**
+   * Takes a set of keys in one all-or-none write where it can (see `acquireAllAtOnce()`); not part
+   * of the primitive seam: multi-key locks are mutex locks.
+   * @returns the locks, in the order of `keys`; `undefined` when the keys must be taken one by one.
+   */
+  acquireAll(keys: readonly SetKey[], options: AcquireOptions): Promise<Lock[] | undefined> {
+    const { options: defaults, events } = this.context;
+    const host = { options: defaults, store: this.store, history: this.history, events, queues: this.queues };
+    return acquireAllAtOnce({ ...host, assertOpen: () => this.context.assertOpen() }, keys, options);
   }
 
   uses(storedKey: string): boolean {
