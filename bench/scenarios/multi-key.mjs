@@ -4,7 +4,9 @@
  * in a random order, for a fixed window; then the same with two nested mutex acquisitions
  * (`withLock(first, () => withLock(second, ...))`, the keys sorted by hand so they cannot
  * deadlock), in the same run, alternating. Per variant: transfers/s, the latency of a whole
- * transfer (lock, 2 ms of work, release), requests and write-equivalents per transfer.
+ * transfer (lock, 2 ms of work, release), requests and write-equivalents per transfer (a
+ * transaction: 2 WCU per item). On DynamoDB Local a free pair is one `TransactWriteItems` (the
+ * fast path); on dynalite (no transactions) the keys are taken in order.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockManager } from '../../dist/index.js';
@@ -84,7 +86,11 @@ export async function run(ctx, { managers: managerCount, callersPerManager, wind
       perSecond: round((s.transfers / s.ms) * 1000, 1),
       latencyMs: summarize(s.latencies),
       requestsPerTransfer: per(sum((t) => t.requests)),
-      writeEqPerTransfer: per(sum((t) => t.writeEq)),
+      // A transaction bills 2 WCU per item (2 items here); a cancelled one is counted apart.
+      writeEqPerTransfer: per(sum((t) => t.writeEq + 4 * t.transactions)),
+      transactionsPerTransfer: per(sum((t) => t.transactions)),
+      cancelledTransactionsPerTransfer: per(sum((t) => t.cancelledTransactions)),
+      updatesPerTransfer: per(sum((t) => t.writes)),
       failedWritesPerTransfer: per(sum((t) => t.failedWrites)),
     };
   }

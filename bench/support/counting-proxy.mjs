@@ -90,11 +90,15 @@ const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem']);
  * = 0.2, an eventually consistent read = 0.1 (items here are well under 1 KB / 4 KB).
  */
 export function totals(counts) {
-  const t = { requests: 0, writes: 0, failedWrites: 0, strongReads: 0, eventualReads: 0, otherErrors: 0, writeEq: 0 };
+  const t = { requests: 0, writes: 0, failedWrites: 0, strongReads: 0, eventualReads: 0, otherErrors: 0, writeEq: 0, transactions: 0, cancelledTransactions: 0 };
   for (const [op, outcomes] of Object.entries(counts)) {
     for (const [outcome, n] of Object.entries(outcomes)) {
       t.requests += n;
-      if (outcome !== 'ok' && outcome !== 'ConditionalCheckFailedException') t.otherErrors += n;
+      if (op === 'TransactWriteItems') {
+        if (outcome === 'ok') t.transactions += n;
+        else if (outcome === 'TransactionCanceledException') t.cancelledTransactions += n;
+      }
+      if (outcome !== 'ok' && outcome !== 'ConditionalCheckFailedException' && outcome !== 'TransactionCanceledException') t.otherErrors += n;
       if (WRITES.has(op)) {
         t.writes += n;
         if (outcome === 'ConditionalCheckFailedException') t.failedWrites += n;
@@ -298,7 +302,9 @@ function serve(upstream) {
       let plan = null;
       try {
         const parsed = JSON.parse(body.toString('utf8') || '{}');
-        table = parsed.TableName ?? table;
+        // A transaction names its table in each action (every one here writes one table).
+        const action = parsed.TransactItems?.[0];
+        table = parsed.TableName ?? (action && Object.values(action)[0]?.TableName) ?? table;
         if (op === 'GetItem') op = parsed.ConsistentRead ? 'GetItem:strong' : 'GetItem:eventual';
         if (metered.has(table)) {
           if (METERED_OPS.has(base)) {
