@@ -90,7 +90,17 @@ const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem']);
  * = 0.2, an eventually consistent read = 0.1 (items here are well under 1 KB / 4 KB).
  */
 export function totals(counts) {
-  const t = { requests: 0, writes: 0, failedWrites: 0, strongReads: 0, eventualReads: 0, otherErrors: 0, writeEq: 0, transactions: 0, cancelledTransactions: 0 };
+  const t = {
+    requests: 0,
+    writes: 0,
+    failedWrites: 0,
+    strongReads: 0,
+    eventualReads: 0,
+    otherErrors: 0,
+    writeEq: 0,
+    transactions: 0,
+    cancelledTransactions: 0,
+  };
   for (const [op, outcomes] of Object.entries(counts)) {
     for (const [outcome, n] of Object.entries(outcomes)) {
       t.requests += n;
@@ -98,7 +108,8 @@ export function totals(counts) {
         if (outcome === 'ok') t.transactions += n;
         else if (outcome === 'TransactionCanceledException') t.cancelledTransactions += n;
       }
-      if (outcome !== 'ok' && outcome !== 'ConditionalCheckFailedException' && outcome !== 'TransactionCanceledException') t.otherErrors += n;
+      if (outcome !== 'ok' && outcome !== 'ConditionalCheckFailedException' && outcome !== 'TransactionCanceledException')
+        t.otherErrors += n;
       if (WRITES.has(op)) {
         t.writes += n;
         if (outcome === 'ConditionalCheckFailedException') t.failedWrites += n;

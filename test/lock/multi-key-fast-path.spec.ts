@@ -28,7 +28,8 @@ function recordRequestTokens(client: DynamoDBClient): string[] {
   const tokens: string[] = [];
   client.middlewareStack.add(
     (next, context) => (args) => {
-      if (context.commandName === 'TransactWriteItemsCommand') tokens.push((args.input as { ClientRequestToken: string }).ClientRequestToken);
+      if (context.commandName === 'TransactWriteItemsCommand')
+        tokens.push((args.input as { ClientRequestToken: string }).ClientRequestToken);
       return next(args);
     },
     { step: 'finalizeRequest', name: `requestTokens-${++seq}` },
@@ -166,7 +167,9 @@ describe('Multi-key fast path on the memory store', () => {
       const { mutex } = memoryStoresOf(store);
       const acquireAll = jest.spyOn(mutex, 'acquireAll');
       const acquire = jest.spyOn(mutex, 'acquire');
-      const [holder, caller] = [1, 2].map((i) => new LockManager({ store, verifyTable: false, ownerName: `m${i}`, logger: new MemoryLogger() }));
+      const [holder, caller] = [1, 2].map(
+        (i) => new LockManager({ store, verifyTable: false, ownerName: `m${i}`, logger: new MemoryLogger() }),
+      );
       try {
         const [a, b] = keysFor(`memory-${transactions}`, 2);
         const lock = await caller.acquire([b, a]);

@@ -110,7 +110,7 @@ class AllAtOnce {
   private refused(result: Extract<AcquireAllResult, { kind: 'refused' }>): boolean {
     const { history } = this.host;
     const now = monotonicNow();
-    const busy = this.waiters.findIndex((_, i) => result.failed[i] && (!result.current[i] || !isFree(result.current[i]!)));
+    const busy = this.waiters.findIndex((_, i) => result.failed[i] && (!result.current[i] || !isFree(result.current[i])));
     for (const [i, waiter] of this.waiters.entries()) {
       const current = result.current[i];
       if (current?.fencingToken !== undefined && isFree(current)) history.noteFence(waiter.storedKey, current.fencingToken);
@@ -119,7 +119,7 @@ class AllAtOnce {
     }
     // An earlier send may still have landed (nothing proves it did not): its tokens are released.
     if (this.uncertainSince !== undefined) this.cleanUp();
-    if (busy >= 0 && result.current[busy] && this.lead.deadline <= this.lead.startedAt) throw this.busyError(busy, result.current[busy]!);
+    if (busy >= 0 && result.current[busy] && this.lead.deadline <= this.lead.startedAt) throw this.busyError(busy, result.current[busy]);
     const again = result.conflict ? this.resends.conflict-- > 0 : busy < 0 && this.resends.fence-- > 0;
     if (!again || this.uncertainSince !== undefined) return false;
     this.write = this.newWrite();
@@ -170,7 +170,12 @@ class AllAtOnce {
     const waiter = this.waiters[index];
     waiter.holder = holderOf(current);
     const waited = Math.round(monotonicNow() - waiter.startedAt);
-    const error = new LockBusyError(LOCK_BUSY(waiter.key, current.owner, current.fencingToken, undefined), waiter.key, waiter.holder, waited);
+    const error = new LockBusyError(
+      LOCK_BUSY(waiter.key, current.owner, current.fencingToken, undefined),
+      waiter.key,
+      waiter.holder,
+      waited,
+    );
     settleWaiter(this.host.events, waiter, error);
     return error;
   }

@@ -1,6 +1,16 @@
 import type { ReadConsistency } from '../store.protocol';
 import type { LeftRun, LockRecord } from './mutex.record';
-import type { AcquireAllResult, AcquireAllWrite, AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import type {
+  AcquireAllResult,
+  AcquireAllWrite,
+  AcquireWrite,
+  HeartbeatWrite,
+  Holding,
+  ReleaseFire,
+  SkipWrite,
+  TicketWrite,
+  WriteResult,
+} from './mutex-store.protocol';
 
 /**
  * Where mutex items live: one item per key, with its holder, its line of tickets and its fencing

@@ -151,5 +151,15 @@ export type AcquireAllResult =
 export function grantedRecord(write: AcquireAllWrite, part: AcquireAllPart): LockRecord {
   const { owner, leaseMs, now } = write;
   const fencingToken = part.fence ?? now * 1000;
-  return { key: part.key, token: part.token, owner, rvn: part.rvn, leaseMs, fencingToken, acquiredAt: now, updatedAt: now, tailToken: part.token };
+  return {
+    key: part.key,
+    token: part.token,
+    owner,
+    rvn: part.rvn,
+    leaseMs,
+    fencingToken,
+    acquiredAt: now,
+    updatedAt: now,
+    tailToken: part.token,
+  };
 }

@@ -5,8 +5,29 @@ import { ATTRIBUTE_NAMES, LEFT_MAX, type LeftRun, type LockRecord, leftRun, toLo
 import type { ReadConsistency } from '../store.protocol';
 import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import type { MutexStorePort } from './mutex-store.port';
-import type { AcquireAllResult, AcquireAllWrite, AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
-import { acquireParts, claimFire, FREE, HELD, heldValue, holdingCondition, lastHold, LOCK_SHAPE, LOCK_SHAPE_ATTRIBUTES, noHold } from './mutex.expressions';
+import type {
+  AcquireAllResult,
+  AcquireAllWrite,
+  AcquireWrite,
+  HeartbeatWrite,
+  Holding,
+  ReleaseFire,
+  SkipWrite,
+  TicketWrite,
+  WriteResult,
+} from './mutex-store.protocol';
+import {
+  acquireParts,
+  claimFire,
+  FREE,
+  HELD,
+  heldValue,
+  holdingCondition,
+  lastHold,
+  LOCK_SHAPE,
+  LOCK_SHAPE_ATTRIBUTES,
+  noHold,
+} from './mutex.expressions';
 import { sendAcquireAll } from './mutex.acquire-all';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
 import { DEFAULT_TABLE_KEYS, isForeignItem, isSharedTable, itemKeyOf } from '../dynamo/table-schema';

@@ -2,7 +2,17 @@ import { randomToken } from '../../utils/random-token';
 import { ATTR, isHeld, LEFT_MAX, type LeftRun, type LockRecord, leftRun } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { MutexStorePort } from './mutex-store.port';
-import type { AcquireAllResult, AcquireAllWrite, AcquireWrite, HeartbeatWrite, Holding, ReleaseFire, SkipWrite, TicketWrite, WriteResult } from './mutex-store.protocol';
+import type {
+  AcquireAllResult,
+  AcquireAllWrite,
+  AcquireWrite,
+  HeartbeatWrite,
+  Holding,
+  ReleaseFire,
+  SkipWrite,
+  TicketWrite,
+  WriteResult,
+} from './mutex-store.protocol';
 import type { JobFireOutcome } from '../../interfaces/job-fire.interface';
 
 /** One lock item with the DynamoDB store's attributes; an absent attribute is `undefined`. */
