@@ -63,18 +63,15 @@ export class DynamoMutexStore implements MutexStorePort {
   }
 
   /**
-   * Takes the lock in one conditional write: sets the owner token and a new record version. Free:
-   * nobody holds or waits, and the writer takes ticket `tail` (then served) with the fencing
-   * counter as the last release left it (one above the last holder's). Hand-over: the holder gives
-   * it to another caller of its process, the ticket staying the same, the counter raised by one. A counter created anew starts from the current time in
-   * microseconds, so it still exceeds every token of an item TTL deleted earlier; so do tickets.
+   * Takes the lock in one conditional write (what it writes: `acquireParts()`). Free: nobody holds
+   * or waits. Hand-over: the holder gives it to another caller of its process.
    */
   acquire(write: AcquireWrite): Promise<WriteResult> {
     const now = Date.now();
     const { set, remove, values, claim } = acquireParts(write, now, randomToken());
-    // Free: not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in the item.
-    // Hand-over: re-applicable by the new holder (the head does not move): a retried hand-over
-    // succeeds again (unless it claims a fire: then the retry fails on its own claim, and the caller finds its token).
+    // Free: not re-applicable (it takes a ticket): a retry fails, and the caller finds its token in
+    // the item. Hand-over: re-applicable by the new holder (the head does not move), unless it
+    // claims a fire: then the retry fails on its own claim, and the caller finds its token.
     const condition =
       write.condition.kind === 'free'
         ? `${FREE}${claim}${this.onlyLockItem()}`
