@@ -219,6 +219,17 @@ export class AcquireTrace extends SpanTrace {
     this.end();
   }
 
+  /**
+   * Ends the span of one key of a multi-key set tried in one write that did not end with this
+   * key's own answer: `ordered` (the set goes one key at a time, each in an acquisition, and a
+   * span, of its own), `set-busy` (another key of the set was busy).
+   */
+  endWith(outcome: 'ordered' | 'set-busy'): void {
+    if (this.ended) return;
+    guarded(() => this.span.setAttributes({ 'dynamo_lock.outcome': outcome }));
+    this.end();
+  }
+
   /** Starts the hold span, a sibling of this one. */
   startHold(key: string, owner: string, fencingToken: number): HoldTrace | undefined {
     return this.telemetry.startHold(this.parent, key, owner, fencingToken);

@@ -91,4 +91,6 @@ export interface KeySlot {
   waiters: Waiter[];
   /** A waiter is talking to DynamoDB for this key. */
   polling: boolean;
+  /** Reserved for a set taken in one write (`KeyQueues.reserve()`): a single attempt is busy at once. */
+  reserved?: boolean;
 }

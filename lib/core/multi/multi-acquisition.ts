@@ -33,7 +33,10 @@ export interface MultiLockHost {
  * ticket line, takeover of a dead holder), with what is left of the caller's wait and its signal.
  * Two callers locking overlapping sets therefore always meet on their first common key, never in
  * a cycle. On the first failure the keys taken are released (the failing key's acquisition has
- * left its line already) and its error, which names that key, is thrown.
+ * left its line already) and its error, which names that key, is thrown. Before the set is
+ * returned every key is checked still held (an early key may run out while a later one is
+ * waited for, a grant may come late): if one is not, all are released and the keys are taken
+ * again in order while the wait lasts; after it, the lost key's `LockLostError` is thrown.
  * @throws LockValidationError for a bad set or option, or a set the async context holds in part.
  */
 export async function acquireMulti(host: MultiLockHost, scope: string, keys: unknown, options: AcquireOptions): Promise<Lock> {
@@ -43,7 +46,32 @@ export async function acquireMulti(host: MultiLockHost, scope: string, keys: unk
   const waitMs = options.wait === undefined ? host.waitMs : resolveWait(options.wait);
   const deadline = monotonicNow() + waitMs;
   const fast = await host.acquireAll(set, options);
-  if (fast) return createMultiLock(fast);
+  if (fast) {
+    if (fast.every((lock) => lock.isHeld)) return createMultiLock(fast);
+    await Promise.all(fast.map((lock) => host.releaseQuietly(lock)));
+  }
+  for (;;) {
+    const taken = await acquireInOrder(host, scope, set, options, waitMs, deadline);
+    // An early key may have run out while a later one was waited for: the set is not held.
+    const lost = taken.find((lock) => !lock.isHeld);
+    if (!lost) return createMultiLock(taken);
+    await Promise.all(taken.map((lock) => host.releaseQuietly(lock)));
+    if (waitMs !== Number.POSITIVE_INFINITY && deadline - monotonicNow() <= 0) throw lost.signal.reason;
+  }
+}
+
+/**
+ * Takes the keys one by one in the global order, each with what is left of the wait.
+ * @throws the first failure, once the keys taken are released.
+ */
+async function acquireInOrder(
+  host: MultiLockHost,
+  scope: string,
+  set: readonly MultiKey[],
+  options: AcquireOptions,
+  waitMs: number,
+  deadline: number,
+): Promise<Lock[]> {
   const taken: Lock[] = [];
   try {
     for (const { key } of set) {
@@ -56,7 +84,7 @@ export async function acquireMulti(host: MultiLockHost, scope: string, keys: unk
     await Promise.all(taken.map((lock) => host.releaseQuietly(lock)));
     throw error;
   }
-  return createMultiLock(taken);
+  return taken;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { LockBusyError } from '../../errors/lock.errors';
+import { DynamoLockError, LockBusyError } from '../../errors/lock.errors';
 import { LOCK_BUSY } from '../../errors/lock.messages';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
 import { isHeld, type LockRecord } from '../../store/mutex/mutex.record';
@@ -23,7 +23,7 @@ export interface AllAtOnceHost {
   readonly store: MutexStorePort;
   readonly history: KeyHistory;
   readonly events: LockEvents;
-  readonly queues: Pick<KeyQueues, 'reserve' | 'unreserve' | 'adoptGranted' | 'later'>;
+  readonly queues: Pick<KeyQueues, 'reserve' | 'unreserve' | 'adoptGranted' | 'later' | 'attempt' | 'shutdown'>;
   /** @throws LockConfigurationError when the manager is shut down. */
   assertOpen(): void;
 }
@@ -51,17 +51,32 @@ export interface SetKey {
  *   LockUnavailableError, or the signal's reason, when the wait ended with the outcome unknown.
  */
 export async function acquireAllAtOnce(host: AllAtOnceHost, keys: readonly SetKey[], options: AcquireOptions): Promise<Lock[] | undefined> {
-  const { store, history, queues } = host;
+  const { store, history, queues, events } = host;
   const now = monotonicNow();
   if (!store.acquireAll || keys.some(({ storedKey }) => history.probablyBusy(storedKey, now))) return undefined;
   const waiters = keys.map(({ key, storedKey }) => createWaiter(host.options, () => host.assertOpen(), key, storedKey, options));
   const reserved = waiters.filter((waiter) => queues.reserve(waiter.storedKey));
+  if (reserved.length < waiters.length) {
+    for (const waiter of reserved) queues.unreserve(waiter.storedKey);
+    return undefined;
+  }
+  for (const waiter of waiters) waiter.trace = events.startAcquire(waiter.key, waiter.owner, waiter.deadline - waiter.startedAt);
   let locks: Lock[] | undefined;
   try {
-    if (reserved.length === waiters.length) locks = await new AllAtOnce(host, waiters, options.signal).run();
+    // Tracked: shutdown waits for it (a grant that arrives after shutdown started is released).
+    locks = await queues.attempt(() => new AllAtOnce(host, waiters, options.signal).run());
     return locks;
+  } catch (error) {
+    // The key found busy is settled (its `busy` event); the others end with the error.
+    for (const waiter of waiters) {
+      if (error instanceof LockBusyError) waiter.trace?.endWith('set-busy');
+      else settleWaiter(events, waiter, error);
+    }
+    throw error;
   } finally {
-    if (!locks) for (const waiter of reserved) queues.unreserve(waiter.storedKey);
+    if (!locks) for (const waiter of waiters) queues.unreserve(waiter.storedKey);
+    // The set goes on one key at a time, each key in an acquisition (and a trace) of its own.
+    if (!locks) for (const waiter of waiters) waiter.trace?.endWith('ordered');
   }
 }
 
@@ -70,6 +85,8 @@ class AllAtOnce {
   private write: AcquireAllWrite;
   /** Monotonic time of the first send of a write whose outcome was unknown: a grant counts from then. */
   private uncertainSince: number | undefined;
+  /** The last send was answered `TransactionInProgressException`: the first one may land yet. */
+  private inProgress = false;
   /** Sent again once more with fresh counters (a refusal by a counter only), or after a conflict. */
   private resends = { fence: 1, conflict: 1 };
   private readonly backoff = new RetryBackoff();
@@ -92,16 +109,17 @@ class AllAtOnce {
       let result: AcquireAllResult;
       try {
         result = await this.host.store.acquireAll!(this.write);
+        this.inProgress = false;
       } catch (error) {
         this.uncertainSince ??= sentAt;
         await this.pauseOrGiveUp(error, deadline);
         continue;
       }
       if (result.kind === 'unsupported') return undefined;
-      if (result.kind === 'granted') return this.adopt(result.records, this.uncertainSince ?? sentAt);
+      if (result.kind === 'granted') return this.granted(result.records, this.uncertainSince ?? sentAt);
       // A resend of a write applied already (a server that does not replay by the request token).
       const own = result.current.every((record, i) => record?.token === this.write.parts[i].token);
-      if (this.uncertainSince !== undefined && own) return this.adopt(result.current as LockRecord[], this.uncertainSince);
+      if (this.uncertainSince !== undefined && own) return this.granted(result.current as LockRecord[], this.uncertainSince);
       if (!this.refused(result)) return undefined;
     }
   }
@@ -126,52 +144,129 @@ class AllAtOnce {
     return true;
   }
 
-  /** Every key held: each an ordinary lease of its waiter, counting from `from`. */
-  private adopt(records: LockRecord[], from: number): Lock[] {
-    return this.waiters.map((waiter, i) => this.host.queues.adoptGranted(waiter, records[i], from).lock);
+  /**
+   * Every key granted, its lease counting from `from`. A grant of unknown age (the answer to a
+   * resend: DynamoDB answers a replay of an applied request as a success, whatever happened to
+   * the items since) with half its lease gone may have run out, and another process passed this
+   * silent holder meanwhile: each key is confirmed first, as `RemoteAcquisition.confirm()` does.
+   * A caller that gave up, or a shutdown, meanwhile: the keys are released and its reason thrown.
+   * @returns the locks, each an ordinary lease of its waiter; `undefined`: a key was lost, go one by one.
+   */
+  private async granted(records: LockRecord[], from: number): Promise<Lock[] | undefined> {
+    const { host } = this;
+    if (this.uncertainSince !== undefined && from + this.lead.leaseMs / 2 <= monotonicNow()) {
+      const confirmed = await this.confirm(records);
+      if (!confirmed) return undefined;
+      ({ records, from } = confirmed);
+    }
+    const { shutdown } = host.queues;
+    const stop = shutdown.aborted
+      ? { reason: shutdown.reason as unknown }
+      : this.signal?.aborted
+        ? { reason: this.signal.reason as unknown }
+        : undefined;
+    if (stop) {
+      this.cleanUp(true);
+      throw stop.reason;
+    }
+    return this.waiters.map((waiter, i) => host.queues.adoptGranted(waiter, records[i], from).lock);
   }
 
-  /** A failed send: retried after a pause while the wait lasts; after it, clean-up and the error. */
+  /**
+   * One heartbeat per key, on the condition that it still holds this call's token at the version
+   * written. All renewed: the records and when the heartbeats were sent. Otherwise the keys still
+   * held are released; a single attempt ends busy (or unavailable), a wait goes one by one.
+   */
+  private async confirm(records: LockRecord[]): Promise<{ records: LockRecord[]; from: number } | undefined> {
+    const { store, options } = this.host;
+    const sentAt = monotonicNow();
+    const results = await Promise.allSettled(
+      this.waiters.map((waiter, i) =>
+        store.heartbeat({
+          key: waiter.storedKey,
+          holding: { token: waiter.token },
+          rvn: records[i].rvn,
+          owner: waiter.owner,
+          leaseMs: waiter.leaseMs,
+          ttlLeaseMs: waiter.leaseMs,
+        }),
+      ),
+    );
+    const renewed = results.map((result) => (result.status === 'fulfilled' && result.value.ok ? result.value.record : undefined));
+    if (renewed.every((record) => record !== undefined)) return { records: renewed, from: sentAt };
+    this.cleanUp();
+    if (this.lead.deadline > this.lead.startedAt) return undefined;
+    const taken = results.findIndex((result) => result.status === 'fulfilled' && !result.value.ok);
+    if (taken >= 0) {
+      const answer = results[taken] as PromiseFulfilledResult<{ ok: false; current: LockRecord | undefined }>;
+      throw this.busyError(taken, answer.value.current);
+    }
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    throw unavailableError(this.lead, options.requestTimeoutMs, failed?.reason);
+  }
+
+  /**
+   * A failed send: retried after a pause while the wait lasts (a transient error, or
+   * `TransactionInProgressException`: the first send still runs, its outcome unknown); after it,
+   * or at shutdown, or for a permanent error (wrapped in `LockUnavailableError`), clean-up and the error.
+   */
   private async pauseOrGiveUp(error: unknown, deadline: number): Promise<void> {
     try {
-      takeTransient(this.lead, error);
+      this.inProgress = error instanceof Error && error.name === 'TransactionInProgressException';
+      if (this.inProgress) this.lead.lastError = error;
+      else takeTransient(this.lead, error);
       this.host.assertOpen();
       this.signal?.throwIfAborted();
       const left = deadline - monotonicNow();
       if (left <= 0) throw unavailableError(this.lead, this.host.options.requestTimeoutMs, error);
       const pause = Math.round(this.backoff.next(left));
       reportRetry({ options: this.host.options, emit: (event) => this.host.events.emit(event) }, this.lead, error, pause);
-      await sleep(pause, this.signal);
+      await sleep(pause, this.signal ? AbortSignal.any([this.signal, this.host.queues.shutdown]) : this.host.queues.shutdown);
     } catch (failure) {
       this.cleanUp();
-      throw failure;
+      if (this.host.queues.shutdown.aborted) throw this.host.queues.shutdown.reason;
+      if (failure instanceof DynamoLockError || failure === this.signal?.reason) throw failure;
+      throw unavailableError(this.lead, this.host.options.requestTimeoutMs, failure);
     }
   }
 
-  /** The write's outcome stays unknown: whatever holds this call's tokens is released (in the background). */
-  private cleanUp(): void {
-    const { store, history, queues, events } = this.host;
+  /**
+   * Whatever holds this call's tokens is released (in the background; shutdown waits for it).
+   * @param held the grant is known (no read first).
+   */
+  private cleanUp(held = false): void {
+    const { history, queues } = this.host;
     for (const waiter of this.waiters) history.addOrphan(waiter.storedKey, waiter.token);
     queues.later(async () => {
-      await Promise.all(
-        this.waiters.map(async (waiter) => {
-          const record = await store.read(waiter.storedKey);
-          if (record?.token !== waiter.token) return history.dropOrphan(waiter.storedKey, waiter.token);
-          if (!(await store.release(waiter.storedKey, { token: waiter.token }, waiter.leaseMs))) return;
-          history.dropOrphan(waiter.storedKey, waiter.token);
-          events.emit({ type: 'cleanup', key: waiter.key, owner: waiter.owner, outcome: 'released' });
-        }),
-      );
+      await Promise.all(this.waiters.map((waiter) => this.cleanUpKey(waiter, held)));
     });
   }
 
+  /** The clean-up of one key: `cleanup` says `released`, or `failed` when a request failed (its lease runs out). */
+  private async cleanUpKey(waiter: Waiter, held: boolean): Promise<void> {
+    const { store, history, events } = this.host;
+    const emit = (outcome: 'released' | 'failed') => events.emit({ type: 'cleanup', key: waiter.key, owner: waiter.owner, outcome });
+    try {
+      if (!held) {
+        const record = await store.read(waiter.storedKey);
+        // Not there (yet): a send still in progress may land later, and the orphan is kept for it.
+        if (record?.token !== waiter.token) return this.inProgress ? undefined : history.dropOrphan(waiter.storedKey, waiter.token);
+      }
+      if (!(await store.release(waiter.storedKey, { token: waiter.token }, waiter.leaseMs))) return;
+      history.dropOrphan(waiter.storedKey, waiter.token);
+      emit('released');
+    } catch {
+      emit('failed');
+    }
+  }
+
   /** The busy error of a single attempt, naming the key found held (its `busy` event emitted). */
-  private busyError(index: number, current: LockRecord): LockBusyError {
+  private busyError(index: number, current: LockRecord | undefined): LockBusyError {
     const waiter = this.waiters[index];
-    waiter.holder = holderOf(current);
+    if (current && isHeld(current)) waiter.holder = holderOf(current);
     const waited = Math.round(monotonicNow() - waiter.startedAt);
     const error = new LockBusyError(
-      LOCK_BUSY(waiter.key, current.owner, current.fencingToken, undefined),
+      LOCK_BUSY(waiter.key, waiter.holder?.owner, waiter.holder?.fencingToken, undefined),
       waiter.key,
       waiter.holder,
       waited,

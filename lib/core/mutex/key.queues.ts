@@ -71,8 +71,8 @@ export class KeyQueues {
   /** Queues a caller: behind the local holder or earlier callers, else it starts at once. */
   enqueue(waiter: Waiter, signal: AbortSignal | undefined): void {
     const slot = this.slotFor(waiter.storedKey);
-    // Another caller of this process holds the key, or is ahead in the queue for it.
-    const behind = slot.holder !== undefined || this.nextWaiter(slot) !== undefined;
+    // Another caller of this process holds the key, is ahead in the queue for it, or a set reserved it.
+    const behind = slot.holder !== undefined || slot.reserved === true || this.nextWaiter(slot) !== undefined;
     if (behind && waiter.deadline <= waiter.startedAt) return this.settle(waiter, this.deadlineError(waiter));
     slot.waiters.push(waiter);
     const onAbort = () => this.settle(waiter, signal?.reason);
@@ -144,20 +144,41 @@ export class KeyQueues {
   /**
    * Reserves a key no caller of this process uses, for an acquisition outside its queue (a set
    * taken in one transaction): later callers queue behind it, and none talks to DynamoDB meanwhile.
-   * @returns `false` when a caller of this process holds or waits for the key.
+   * A single attempt on a reserved key is busy at once.
+   * @returns `false` when a caller of this process holds or waits for the key, or at shutdown.
    */
   reserve(storedKey: string): boolean {
-    if (this.slots.has(storedKey)) return false;
-    this.slotFor(storedKey).polling = true;
+    if (this.closing.signal.aborted || this.slots.has(storedKey)) return false;
+    const slot = this.slotFor(storedKey);
+    slot.polling = true;
+    slot.reserved = true;
     return true;
   }
 
   /** Ends a {@link reserve} that took nothing: callers queued meanwhile start. */
   unreserve(storedKey: string): void {
     const slot = this.slots.get(storedKey);
-    if (!slot?.polling || slot.holder) return;
+    if (!slot?.reserved || slot.holder) return;
     slot.polling = false;
+    slot.reserved = false;
     this.pump(slot);
+  }
+
+  /** Aborted when shutdown starts (its reason: the shutdown error). */
+  get shutdown(): AbortSignal {
+    return this.closing.signal;
+  }
+
+  /** Runs an acquisition outside the queues (a set in one write): shutdown waits for it. */
+  attempt<T>(run: () => Promise<T>): Promise<T> {
+    const running = run();
+    this.track(
+      running.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    return running;
   }
 
   /**
@@ -168,6 +189,7 @@ export class KeyQueues {
   adoptGranted(waiter: Waiter, record: LockRecord, sentAt: number): HeldLease {
     const slot = this.slotFor(waiter.storedKey);
     slot.polling = false;
+    slot.reserved = false;
     const lease = this.deps.hold(waiter, record, sentAt, 'free', waiter.leaseMs);
     slot.holder = lease;
     this.settle(waiter, lease.lock);
@@ -228,7 +250,7 @@ export class KeyQueues {
     // A caller ahead that saw a holder, or is still on its way to the lock, makes the key busy; one
     // that only got errors so far is in the same outage as this one.
     const aheadBusy = ahead !== undefined && (ahead.holder !== undefined || ahead.lastError === undefined);
-    if (waiter.holder !== undefined || slot?.holder !== undefined || aheadBusy) {
+    if (waiter.holder !== undefined || slot?.holder !== undefined || slot?.reserved === true || aheadBusy) {
       waiter.holder ??= ahead?.holder;
       return this.busyError(waiter);
     }
@@ -238,7 +260,14 @@ export class KeyQueues {
   /** Whether `waiter` is the one talking to DynamoDB for its key and has seen no holder yet. */
   private mayAnswerLate(waiter: Waiter): boolean {
     const slot = this.slots.get(waiter.storedKey);
-    return slot !== undefined && slot.polling && !slot.holder && waiter.holder === undefined && this.nextWaiter(slot) === waiter;
+    return (
+      slot !== undefined &&
+      slot.polling &&
+      !slot.reserved &&
+      !slot.holder &&
+      waiter.holder === undefined &&
+      this.nextWaiter(slot) === waiter
+    );
   }
 
   /** The busy error of a waiter: the holder it saw (or the local one), and when it may release. */

@@ -78,6 +78,8 @@ export interface HeartbeatWrite {
   holding: Holding;
   /** Written only when the item names no owner yet (a promoted waiter's first write). */
   owner: string;
+  /** Only at this record version (a grant of unknown age confirmed before it is used: nothing changed since). */
+  rvn?: string;
   /** The new lease; `undefined` keeps the stored one. */
   leaseMs: number | undefined;
   /** Lease the item's TTL allows for. */

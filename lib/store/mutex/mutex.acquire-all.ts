@@ -20,7 +20,9 @@ import { type AcquireAllPart, type AcquireAllResult, type AcquireAllWrite, grant
  * acquires make. Its condition also pins the fencing counter (a transaction returns no item: the
  * counter pinned is the holder's token). Sent with the write's `ClientRequestToken`, so a resend
  * after a lost answer is applied at most once. A server without transactions (dynalite) answers
- * `UnknownOperationException`: `unsupported`.
+ * `UnknownOperationException`, a table that takes none (multi-Region strongly consistent) a
+ * `ValidationException` saying so: `unsupported`. `TransactionInProgressException` (a resend
+ * while the first send still runs) is thrown on: the outcome is not known yet.
  * @param onlyLockItem the shared table's guard against the app's items (`''` in the library's own table).
  */
 export async function sendAcquireAll(
@@ -39,7 +41,7 @@ export async function sendAcquireAll(
     return { kind: 'granted', records: write.parts.map((part) => grantedRecord(write, part)) };
   } catch (error) {
     const name = error instanceof Error ? error.name : '';
-    if (name === 'UnknownOperationException') return { kind: 'unsupported' };
+    if (name === 'UnknownOperationException' || transactionsRefused(error)) return { kind: 'unsupported' };
     if (name !== 'TransactionCanceledException') throw error;
     const reasons: CancellationReason[] = (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
     const failed = write.parts.map((_, i) => reasons[i]?.Code === 'ConditionalCheckFailed');
@@ -79,4 +81,14 @@ function updateOf(options: DynamoStoreOptions, write: AcquireAllWrite, part: Acq
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },
   };
+}
+
+/**
+ * A `ValidationException` saying that the table takes no transactions (a multi-Region strongly
+ * consistent table): recognised narrowly, by a message that speaks of transactions not supported,
+ * so that a malformed request is never taken for it.
+ */
+export function transactionsRefused(error: unknown): boolean {
+  if (!(error instanceof Error) || error.name !== 'ValidationException') return false;
+  return /transact/i.test(error.message) && /(not supported|unsupported|not available|not allowed)/i.test(error.message);
 }

@@ -18,6 +18,7 @@ import type {
 } from './mutex-store.protocol';
 import {
   acquireParts,
+  atVersion,
   claimFire,
   FREE,
   HELD,
@@ -220,7 +221,7 @@ export class DynamoMutexStore implements MutexStorePort {
       ':owner': { S: write.owner },
       ':acquiredAt': { N: String(write.acquiredAt ?? now) },
     };
-    const condition = holdingCondition(write.holding, values);
+    const condition = holdingCondition(write.holding, values) + atVersion(write.rvn, values);
     const set = [
       '#rvn = :rvn',
       '#updatedAt = :now',

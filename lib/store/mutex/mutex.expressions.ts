@@ -85,6 +85,13 @@ export function holdingCondition(holding: Holding, values: Record<string, Attrib
   return `(#token = ${token} OR (attribute_not_exists(#token) AND #head = ${ticket} AND NOT contains(#left, ${ticket})))`;
 }
 
+/** The condition that the item is still at record version `rvn` (none when `undefined`), joined with `AND`. */
+export function atVersion(rvn: string | undefined, values: Record<string, AttributeValue>): string {
+  if (rvn === undefined) return '';
+  values[':seenRvn'] = { S: rvn };
+  return ' AND #rvn = :seenRvn';
+}
+
 /** `SET` clause recording the hold time, when known. */
 export function lastHold(heldMs: number | undefined): string[] {
   return heldMs === undefined ? [] : ['#lastHold = :held'];

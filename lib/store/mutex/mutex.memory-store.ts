@@ -217,7 +217,7 @@ export class MemoryMutexStore implements MutexStorePort {
     const w = structuredClone(write);
     await tick();
     return this.update(w.key, (item) => {
-      if (!holds(item, w.holding)) return undefined;
+      if (!holds(item, w.holding) || (w.rvn !== undefined && item.rvn !== w.rvn)) return undefined;
       const now = Date.now();
       return {
         ...item,
