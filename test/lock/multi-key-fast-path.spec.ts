@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { type AttributeValue, type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { LockManager } from '../../lib';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Lock, LockBusyError, type LockEvent, LockManager, LockUnavailableError } from '../../lib';
 import { MemoryLockStore } from '../../lib/store/memory-lock.store';
+import { type AcquireAllResult, type AcquireAllWrite, grantedRecord } from '../../lib/store/mutex/mutex-store.protocol';
 import { memoryStoresOf } from '../support/custom-stores';
 import { injectFaults } from '../support/fault-injection';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
@@ -158,6 +160,80 @@ describeEachServer('Multi-key fast path', (server) => {
       await manager.close();
     }
   });
+  it('a replayed grant after another process passed the silent holder: each key is confirmed, fn never runs while the other holds', async () => {
+    // The first send is applied and its answer lost; resends fail until another process has
+    // passed this silent holder (lease 1 s) and holds a key; then the resend is answered as a
+    // success (DynamoDB replays an applied request by its ClientRequestToken, whatever the items are now).
+    const client = fixture.newClient();
+    let sent = 0;
+    let blocked = true;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
+        if (++sent === 1) {
+          await next(args);
+          throw Object.assign(new Error('lost'), { name: 'TimeoutError' });
+        }
+        if (blocked) throw Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+        return next(args);
+      },
+      { step: 'finalizeRequest', name: `replay-${++seq}` },
+    );
+    const p1 = new LockManager({ tableName: fixture.tableName, client, ownerName: 'p1', logger: new MemoryLogger(), leaseDuration: '1s' });
+    const p2 = fixture.manager({ ownerName: 'p2', leaseDuration: '5s' });
+    const [a, b] = keysFor('replay-ddb', 2);
+    let other: Lock | undefined;
+    const overlaps: boolean[] = [];
+    try {
+      const first = p1.withLock(
+        [a, b],
+        async (lock) => {
+          overlaps.push(other?.isHeld === true);
+          return lock.fencingTokenOf(a);
+        },
+        { wait: '20s' },
+      );
+      await sleep(100);
+      other = await p2.acquire(a, { wait: '10s' });
+      blocked = false;
+      setTimeout(() => void other?.release(), 1500);
+      const token = await first;
+      expect(overlaps).toEqual([false]);
+      expect(token).toBeGreaterThan(other.fencingToken);
+    } finally {
+      await Promise.all([p1.close(), p2.close()]);
+      client.destroy();
+    }
+  }, 30_000);
+
+  it('a ValidationException saying the table takes no transactions (multi-Region strong consistency): the ordered path', async () => {
+    const client = fixture.newClient();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
+        throw Object.assign(new Error('Transactions are not supported for multi-Region strongly consistent tables'), {
+          name: 'ValidationException',
+          $metadata: { httpStatusCode: 400 },
+        });
+      },
+      { step: 'finalizeRequest', name: `mrsc-${++seq}` },
+    );
+    const manager = new LockManager({ tableName: fixture.tableName, client, logger: new MemoryLogger() });
+    const counter = countRequests(client);
+    const [a, b] = keysFor('mrsc', 2);
+    try {
+      const lock = await manager.acquire([a, b]);
+      expect(counter.count('UpdateItem', 'ok')).toBe(2);
+      await lock.release();
+      counter.reset();
+      // Remembered: not asked again.
+      await (await manager.acquire([a, b])).release();
+      expect(counter.count('TransactWriteItems')).toBe(0);
+    } finally {
+      await manager.close();
+      client.destroy();
+    }
+  });
 });
 
 describe('Multi-key fast path on the memory store', () => {
@@ -193,4 +269,201 @@ describe('Multi-key fast path on the memory store', () => {
       }
     });
   }
+});
+
+/** A memory store whose all-or-none write is replaced by `acquireAll(write, original)`. */
+function storeWith(
+  acquireAll: (write: AcquireAllWrite, original: (write: AcquireAllWrite) => Promise<AcquireAllResult>) => Promise<AcquireAllResult>,
+) {
+  const store = new MemoryLockStore();
+  const { mutex } = memoryStoresOf(store);
+  const original = mutex.acquireAll.bind(mutex);
+  mutex.acquireAll = (write: AcquireAllWrite) => acquireAll(write, original);
+  return { store, mutex };
+}
+
+const timeoutError = () => Object.assign(new Error('lost'), { name: 'TimeoutError' });
+
+describe('Multi-key fast path: lost answers, shutdown, give-ups (memory store)', () => {
+  it('a replayed grant after another process passed the silent holder: confirmed key by key, fn never runs while the other holds', async () => {
+    const applied = new Set<string>();
+    let blocked = true;
+    // DynamoDB's ClientRequestToken: a replay of an applied request within 10 minutes is answered
+    // as a success, with no effect, whatever the items are now.
+    const { store } = storeWith(async (write, original) => {
+      if (applied.has(write.requestToken)) {
+        if (blocked) throw timeoutError();
+        return { kind: 'granted', records: write.parts.map((part) => grantedRecord(write, part)) };
+      }
+      const result = await original(write);
+      if (result.kind === 'granted') applied.add(write.requestToken);
+      throw timeoutError();
+    });
+    const options = { store, verifyTable: false, logger: new MemoryLogger(), leaseDuration: '1s' } as const;
+    const p1 = new LockManager({ ...options, ownerName: 'p1', requestTimeout: '200ms' });
+    const p2 = new LockManager({ ...options, ownerName: 'p2' });
+    const [a, b] = keysFor('replay', 2);
+    let other: Lock | undefined;
+    const overlaps: boolean[] = [];
+    try {
+      const first = p1.withLock(
+        [a, b],
+        async (lock) => {
+          overlaps.push(other?.isHeld === true);
+          expect(lock.isHeld).toBe(true);
+          return lock.fencingTokenOf(a);
+        },
+        { wait: '10s' },
+      );
+      await sleep(100);
+      other = await p2.acquire(a, { wait: '10s' });
+      blocked = false;
+      setTimeout(() => void other?.release(), 500);
+      const token = await first;
+      expect(overlaps).toEqual([false]);
+      expect(token).toBeGreaterThan(other.fencingToken);
+      expect(p1.heldCount).toBe(0);
+    } finally {
+      await Promise.all([p1.close(), p2.close()]);
+    }
+  }, 20_000);
+
+  it('close() while the transaction is in flight waits for it and leaves nothing held, no heartbeats after', async () => {
+    const { store, mutex } = storeWith(async (write, original) => {
+      await sleep(300);
+      return original(write);
+    });
+    const beats: string[] = [];
+    const heartbeat = mutex.heartbeat.bind(mutex);
+    mutex.heartbeat = (write) => {
+      beats.push(write.key);
+      return heartbeat(write);
+    };
+    const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger(), leaseDuration: '600ms' });
+    const [a, b] = keysFor('close', 2);
+    const pending = manager.acquire([a, b], { wait: '5s' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await sleep(50);
+    await manager.close();
+    const after = beats.length;
+    expect(await pending).toBeInstanceOf(Error);
+    for (const key of [a, b]) expect((await mutex.read(key))?.token).toBeUndefined();
+    await sleep(700);
+    expect(beats.length).toBe(after);
+  });
+
+  it("the caller's signal aborted while the transaction is in flight: its reason, and the keys released", async () => {
+    const { store, mutex } = storeWith(async (write, original) => {
+      await sleep(200);
+      return original(write);
+    });
+    const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger() });
+    const events: LockEvent[] = [];
+    manager.subscribe((event) => void events.push(event));
+    const [a, b] = keysFor('abort', 2);
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    try {
+      const pending = manager.acquire([a, b], { wait: '5s', signal: controller.signal });
+      await sleep(20);
+      controller.abort(reason);
+      await expect(pending).rejects.toBe(reason);
+      expect(manager.heldCount).toBe(0);
+      await sleep(100);
+      for (const key of [a, b]) expect((await mutex.read(key))?.token).toBeUndefined();
+      expect(
+        events
+          .filter((event) => event.type === 'cleanup')
+          .map((event) => event.key)
+          .sort(),
+      ).toEqual([a, b]);
+      // Free for the next caller at once.
+      await (await manager.acquire([a, b], { wait: false })).release();
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it('TransactionInProgressException (a resend while the first still runs): the outcome is unknown, resent after a pause', async () => {
+    let sends = 0;
+    const { store } = storeWith(async (write, original) => {
+      if (++sends === 1) throw timeoutError();
+      if (sends === 2)
+        throw Object.assign(new Error('Transaction is ongoing for the idempotency token'), {
+          name: 'TransactionInProgressException',
+          $metadata: { httpStatusCode: 400 },
+        });
+      return original(write);
+    });
+    const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger() });
+    try {
+      const lock = await manager.acquire(keysFor('in-progress', 2), { wait: '5s' });
+      expect(sends).toBe(3);
+      await lock.release();
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it('a permanent error of the transaction is a LockUnavailableError with it as the cause', async () => {
+    const denied = Object.assign(new Error('not authorized to perform dynamodb:TransactWriteItems'), {
+      name: 'AccessDeniedException',
+      $metadata: { httpStatusCode: 400 },
+    });
+    const { store } = storeWith(() => Promise.reject(denied));
+    const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger() });
+    try {
+      const error = await manager.acquire(keysFor('denied', 2), { wait: '5s' }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect((error as Error).cause).toBe(denied);
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it('a single attempt on a key reserved by a set in flight is busy at once (no wait for the request limit)', async () => {
+    const { store } = storeWith(async (write, original) => {
+      await sleep(500);
+      return original(write);
+    });
+    const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger(), requestTimeout: '3s' });
+    const [a, b] = keysFor('reserved', 2);
+    try {
+      const set = manager.acquire([a, b]);
+      await sleep(20);
+      const started = performance.now();
+      await expect(manager.acquire(a, { wait: false })).rejects.toBeInstanceOf(LockBusyError);
+      expect(await manager.tryAcquire(b)).toBeNull();
+      expect(performance.now() - started).toBeLessThan(200);
+      await (await set).release();
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it("a clean-up whose read fails emits cleanup 'failed'", async () => {
+    const { store, mutex } = storeWith(async (write, original) => {
+      await original(write);
+      throw timeoutError();
+    });
+    mutex.read = () =>
+      Promise.reject(Object.assign(new Error('read failed'), { name: 'InternalServerError', $metadata: { httpStatusCode: 500 } }));
+    const manager = new LockManager({ store, verifyTable: false, logger: new MemoryLogger(), requestTimeout: '100ms' });
+    const events: LockEvent[] = [];
+    manager.subscribe((event) => void events.push(event));
+    const [a, b] = keysFor('cleanup-failed', 2);
+    try {
+      await expect(manager.acquire([a, b], { wait: false })).rejects.toBeInstanceOf(LockUnavailableError);
+      await sleep(50);
+      const cleanups = events.filter((event) => event.type === 'cleanup');
+      expect(cleanups.map((event) => [event.key, (event as { outcome: string }).outcome]).sort()).toEqual([
+        [a, 'failed'],
+        [b, 'failed'],
+      ]);
+    } finally {
+      await manager.close();
+    }
+  });
 });
