@@ -80,6 +80,20 @@ describeEachServer('OpenTelemetry spans and metrics', (server) => {
     return manager;
   }
 
+  it('a multi-key lock (one transaction where the server has them): an acquire and a hold span per key', async () => {
+    const manager = await ready(fixture.manager({ ownerName: 'otel-set' }));
+    const [a, b] = [newKey('set-a'), newKey('set-b')];
+    const lock = await manager.acquire([a, b]);
+    await lock.release();
+    for (const key of [a, b]) {
+      const spans = spansOf(key);
+      const outcomes = spans.filter((span) => span.name === 'dynamo_lock.acquire').map((span) => span.attributes['dynamo_lock.outcome']);
+      // dynalite learns at the first send that it has no transactions: that span ends 'ordered'.
+      expect(outcomes).toEqual(server.name === 'dynalite' ? ['ordered', 'acquired'] : ['acquired']);
+      only(spans, 'dynamo_lock.hold');
+    }
+  });
+
   it('records acquire and hold spans under the caller, and the work under the hold span', async () => {
     const manager = await ready(fixture.manager({ ownerName: 'otel' }));
     const key = newKey('nested');
