@@ -1,4 +1,5 @@
 import type { Lock } from '../../core/engine/lock';
+import { LockLostError, LockUnavailableError } from '../../errors/lock.errors';
 import { CANNOT_RUN, errorText, LOST_AT_RELEASE, LOST_DURING_EXEC, PROGRAM, RELEASE_FAILED } from '../cli.messages';
 import { childExitCode, ExitCode } from '../exit-codes';
 import type { Session } from '../session';
@@ -79,7 +80,7 @@ export async function runWhileHeld(session: Session, lock: Lock, command: HeldCo
     released = await command.release();
   } catch (error) {
     // The work is done; the lease runs out on its own.
-    session.io.err(`${PROGRAM}: ${RELEASE_FAILED(lock.key, error)}`);
+    session.io.err(`${PROGRAM}: ${RELEASE_FAILED(nameOf(lock, error), error)}`);
     released = true;
   }
   if (outcome.kind === 'failed') {
@@ -87,8 +88,17 @@ export async function runWhileHeld(session: Session, lock: Lock, command: HeldCo
     return outcome.error.code === 'ENOENT' ? ExitCode.commandNotFound : ExitCode.commandNotExecutable;
   }
   if (!released) {
-    session.io.err(`${PROGRAM}: ${LOST_AT_RELEASE(lock.key, commandName)}`);
+    session.io.err(`${PROGRAM}: ${LOST_AT_RELEASE(nameOf(lock, lock.signal.reason), commandName)}`);
     return ExitCode.lost;
   }
   return childExitCode(outcome.code, outcome.signal);
+}
+
+/**
+ * The key a message names: the one an error or a lost signal's reason names (a `LockLostError` of
+ * one key of a multi-key lock), else the lock's key, or every key of a set.
+ */
+function nameOf(lock: Lock, reason: unknown): string {
+  if (reason instanceof LockLostError || reason instanceof LockUnavailableError) return reason.key;
+  return lock.keys.join(', ');
 }

@@ -99,20 +99,25 @@ export function nestedLock(lock: Lock): Lock {
  * ```
  */
 export class Lock implements AsyncDisposable {
-  /** The key as passed to `acquire()`. */
+  /**
+   * The key as passed to `acquire()`; on a multi-key handle, the first of {@link keys} (each key's
+   * own lock: `current(key)`).
+   */
   readonly key: string;
   /** Owner name stored with the lock. */
   readonly owner: string;
   /**
    * Fencing token: larger than the token of every earlier holder of this key. Pass it to the
-   * resource you protect and have it reject writes with a smaller token than it has seen.
+   * resource you protect and have it reject writes with a smaller token than it has seen. On a
+   * multi-key handle, the first key's: each key's is `fencingTokenOf(key)`.
    */
   readonly fencingToken: number;
   /** When this holder acquired the lock (local wall clock). */
   readonly acquiredAt: Date;
   /**
    * The secret owner token of this holder. With it, `renewLease()` and `releaseLease()` act on
-   * the lock from another process (the CLI prints it). Treat it like a password.
+   * the lock from another process (the CLI prints it). Treat it like a password. On a multi-key
+   * handle, the first key's lease (each key is a lease of its own).
    */
   readonly leaseId: string;
   /**
