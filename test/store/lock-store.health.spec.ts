@@ -40,7 +40,14 @@ describeEachServer('DynamoLockStores.health', (server) => {
   it('reports a missing table as "missing", without a status', async () => {
     const missing = uniqueTableName('missing');
     const health = await new DynamoLockStores(client, { tableName: missing, ttlDays: 2 }).health(never);
-    expect(health).toEqual({ store: 'dynamodb', table: missing, latencyMs: expect.any(Number), failure: 'missing' });
+    expect(health).toEqual({
+      store: 'dynamodb',
+      table: missing,
+      latencyMs: expect.any(Number),
+      failure: 'missing',
+      // Where it was looked for, for the health check's message.
+      endpoint: expect.objectContaining({ region: expect.any(String), url: expect.any(String) }),
+    });
   });
 });
 
