@@ -142,10 +142,12 @@ export class LockReleaser {
     const { keeper, store, history, events } = this.deps;
     const lease = keeper.takeExpired(lock);
     if (!lease) return 'not-held';
-    // A failed write rejects, as any release's does; the token stays recorded, so this process takes
-    // the item back at once if it finds it there later.
+    // The lock was lost already (its signal said so): a failed write does not make release() throw.
+    // The token stays recorded, so this process takes the item back at once if it finds it later.
     const fire = lease.fire === undefined ? undefined : fireResult(lease);
-    const freed = await keeper.serial(lease, () => store.release(lease.storedKey, holdingOf(lease), lease.leaseMs, undefined, fire));
+    const freed = await keeper
+      .serial(lease, () => store.release(lease.storedKey, holdingOf(lease), lease.leaseMs, undefined, fire))
+      .catch(() => false);
     if (!freed) return 'not-held';
     history.dropOrphan(lease.storedKey, lease.token);
     events.emitFor(lease, { type: 'cleanup', key: lock.key, owner: lock.owner, outcome: 'released' });
