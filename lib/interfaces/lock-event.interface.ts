@@ -57,11 +57,12 @@ export type LockEvent =
    */
   | (LockEventBase & { type: 'release-failed'; fencingToken: number; heldMs: number; outcome: 'not-held' | 'error'; error?: unknown })
   /**
-   * What a caller that stopped waiting (gave up, its `wait` ran out, shutdown) had left behind was
-   * cleaned up: `left` — its place in another process's line was given up, so the next waiter is
-   * served at once; `released` — a lock that its write took while the answer was lost (the caller got
-   * an error) was released; `failed` — neither could be written before the lease ran out (the others
-   * pass it then, as they pass a crashed process).
+   * What a caller that stopped left behind was cleaned up: `left` — its place in another process's
+   * line was given up (it gave up, its `wait` ran out, shutdown), so the next waiter is served at
+   * once; `released` — a lock granted while its caller was gone (it gave up while the write was in
+   * flight, or the answer was lost and it got an error), or whose lease had run out before
+   * `release()` while nobody took it, was freed; `failed` — DynamoDB did not answer within the lease
+   * (or the manager shut down first): the others pass it then, as they pass a crashed process.
    */
   | (LockEventBase & { type: 'cleanup'; outcome: 'left' | 'released' | 'failed' })
   | (LockEventBase & { type: 'retry'; operation: 'acquire' | 'heartbeat'; error: unknown; delayMs: number })

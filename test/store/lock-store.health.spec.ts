@@ -40,7 +40,14 @@ describeEachServer('DynamoLockStores.health', (server) => {
   it('reports a missing table as "missing", without a status', async () => {
     const missing = uniqueTableName('missing');
     const health = await new DynamoLockStores(client, { tableName: missing, ttlDays: 2 }).health(never);
-    expect(health).toEqual({ store: 'dynamodb', table: missing, latencyMs: expect.any(Number), failure: 'missing' });
+    expect(health).toEqual({
+      store: 'dynamodb',
+      table: missing,
+      latencyMs: expect.any(Number),
+      failure: 'missing',
+      // Where it was looked for, for the health check's message.
+      endpoint: expect.objectContaining({ region: expect.any(String), url: expect.any(String) }),
+    });
   });
 });
 
@@ -60,8 +67,10 @@ describe('DynamoLockStores.health without a server', () => {
     const hung = await startHungServer();
     const offline = offlineClient(hung.endpoint);
     const controller = new AbortController();
+    const stores = new DynamoLockStores(offline, { tableName: 'locks', ttlDays: 2 });
+    // The abort is timed from the call itself: set-up time on a busy machine does not count.
     setTimeout(() => controller.abort(), 200);
-    const health = await new DynamoLockStores(offline, { tableName: 'locks', ttlDays: 2 }).health(controller.signal);
+    const health = await stores.health(controller.signal);
     offline.destroy();
     await hung.close();
     expect(health).toEqual({ store: 'dynamodb', table: 'locks', latencyMs: expect.any(Number), failure: 'aborted' });

@@ -19,8 +19,9 @@ import { type Duration } from '../../utils/duration';
  * How a `release()` ended: `released` — held until this call, and given up (to DynamoDB or to the
  * next caller of this process); `expired` — its lease had run out before, and nobody had taken the
  * lock, so this call freed it (work done after the lease ran out was not protected); `not-held` —
- * another owner had taken it, it was gone, or released before; `reentrant` — a nested handle, whose
- * outer holder releases.
+ * another owner had taken it, it was gone, or released before (or its lease had run out and DynamoDB
+ * did not answer the write that would have freed it); `reentrant` — a nested handle, whose outer
+ * holder releases.
  */
 export type ReleaseOutcome = 'released' | 'expired' | 'not-held' | 'reentrant';
 

@@ -1,4 +1,5 @@
 import { hasLeft } from '../../store/mutex/mutex.record';
+import type { WriteResult } from '../../store/mutex/mutex-store.protocol';
 import { monotonicNow, sleep } from '../../utils/clock';
 import type { HeldLease, Waiter } from '../engine/lock-state';
 import { RetryBackoff } from '../waiting/retry.backoff';
@@ -38,17 +39,25 @@ async function settle(host: AcquisitionHost, waiter: Waiter, line: LineView, may
   const record = await store.read(waiter.storedKey);
   line.current = record;
   line.known = true;
+  // A ticket taken by an enqueue whose answer was lost: the item names it while it is the last one.
+  if (line.ticket === undefined && line.enqueued && record?.tailToken === waiter.token && record.tail !== undefined) {
+    line.ticket = record.tail - 1;
+  }
   const mine = line.heldByMe(waiter.token);
   if (!mine) {
     line.lastNotMineAt = sentAt;
     const { ticket } = line;
-    // Still in line (shutdown, or a ticket whose leave had no answer): leave it.
-    if (ticket === undefined || record?.head === undefined || record.head >= ticket || hasLeft(record, ticket)) return undefined;
-    const left = await store.leave(waiter.storedKey, ticket);
-    if (left.ok) emit(host, waiter, 'left');
-    // Refused: served meanwhile (the next read finds it held), passed, or the set is full (passed
+    if (ticket === undefined || record?.head === undefined || record.head >= ticket) return undefined;
+    // Still in line (shutdown, or a leave whose answer was lost): leave it, unless it left already.
+    const left: WriteResult = hasLeft(record, ticket) ? { ok: true, record } : await store.leave(waiter.storedKey, ticket);
+    const current = left.ok ? undefined : (left.current ?? (await store.read(waiter.storedKey)));
+    if (left.ok || hasLeft(current, ticket)) {
+      host.history.dropOrphan(waiter.storedKey, waiter.token);
+      emit(host, waiter, 'left');
+    }
+    // Refused: served meanwhile (then released, or handed back), passed, or the set is full (passed
     // after a claim lease, as a crashed waiter's ticket is).
-    else if (left.current?.head === ticket) return settle(host, waiter, line, mayHold);
+    else if (current?.head === ticket) return settle(host, waiter, line, mayHold);
     return undefined;
   }
   const leaseMs = mine === 'ticket' ? line.claimMs(waiter.leaseMs) : Math.min(record?.leaseMs ?? waiter.leaseMs, waiter.leaseMs);
@@ -72,7 +81,8 @@ async function retryInBackground(host: AcquisitionHost, waiter: Waiter, line: Li
   const backoff = new RetryBackoff();
   while (monotonicNow() < until && !host.closing.aborted) {
     try {
-      await sleep(backoff.next(Math.max(0, until - monotonicNow())), host.closing);
+      // Unref'd: a process that ends without closing its manager is not kept alive for it.
+      await sleep(backoff.next(Math.max(0, until - monotonicNow())), host.closing, true);
     } catch {
       break;
     }
@@ -86,6 +96,7 @@ async function retryInBackground(host: AcquisitionHost, waiter: Waiter, line: Li
   emit(host, waiter, 'failed');
 }
 
+/** The `cleanup` event of what `waiter` left behind. */
 function emit(host: AcquisitionHost, waiter: Waiter, outcome: 'left' | 'released' | 'failed'): void {
   host.emit({ type: 'cleanup', key: waiter.key, owner: waiter.owner, outcome });
 }

@@ -1,4 +1,4 @@
-import { hasLeft, isHeld, type LockRecord } from '../../store/mutex/mutex.record';
+import { hasLeft, isHeld, leftRun, type LockRecord } from '../../store/mutex/mutex.record';
 import { CLAIM_LEASE_MS, claimLeaseOf } from '../../store/mutex/mutex-store.protocol';
 import { monotonicNow } from '../../utils/clock';
 import type { KeyHistory } from '../engine/key-history';
@@ -92,8 +92,10 @@ export class LineView {
       this.ticket = current.tail - 1;
       this.enqueued = false;
     }
-    // Passed without being served (a dead-ticket roll call it missed, an item deleted): queue anew.
-    if (this.ticket !== undefined && (current.head === undefined || current.head > this.ticket)) this.ticket = undefined;
+    // Passed without being served (a dead-ticket roll call it missed, an item deleted), or left
+    // (a leave whose answer was lost): queue anew.
+    if (this.ticket !== undefined && (current.head === undefined || current.head > this.ticket || hasLeft(current, this.ticket)))
+      this.ticket = undefined;
     const mine = this.heldByMe(waiter.token);
     if (mine) {
       // Served by a release while watching: how late it was learned times others' reads.
@@ -128,6 +130,12 @@ export class LineView {
       this.known = true;
       if (this.watch.observed) this.schedule.notePromotion(record);
       this.watch.stop();
+      return;
+    }
+    // Tickets served whose waiters left: passed at once (the pass is conditioned on what it saw, so an old copy is harmless).
+    if (leftRun(record)) {
+      this.current = record;
+      this.known = true;
       return;
     }
     if (!this.schedule.noteTimingView(record, monotonicNow(), this.ticket)) {

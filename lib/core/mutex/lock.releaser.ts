@@ -136,26 +136,19 @@ export class LockReleaser {
    * A lock whose lease ran out on the local clock before its release (no heartbeats, a pause): the
    * item still carries its token unless another owner took it, and the same conditional release
    * frees it then, so nobody waits a lease for a lock that no one holds. Its loss was reported when
-   * the lease ran out; a failed write leaves the item to be passed as before.
+   * the lease ran out.
    */
   private async freeExpired(lock: Lock): Promise<ReleaseOutcome> {
     const { keeper, store, history, events } = this.deps;
     const lease = keeper.takeExpired(lock);
     if (!lease) return 'not-held';
-    try {
-      const freed = await keeper.serial(lease, () =>
-        store.release(
-          lease.storedKey,
-          holdingOf(lease),
-          lease.leaseMs,
-          undefined,
-          lease.fire === undefined ? undefined : fireResult(lease),
-        ),
-      );
-      if (!freed) return 'not-held';
-    } catch {
-      return 'not-held';
-    }
+    // The lock was lost already (its signal said so): a failed write does not make release() throw.
+    // The token stays recorded, so this process takes the item back at once if it finds it later.
+    const fire = lease.fire === undefined ? undefined : fireResult(lease);
+    const freed = await keeper
+      .serial(lease, () => store.release(lease.storedKey, holdingOf(lease), lease.leaseMs, undefined, fire))
+      .catch(() => false);
+    if (!freed) return 'not-held';
     history.dropOrphan(lease.storedKey, lease.token);
     events.emitFor(lease, { type: 'cleanup', key: lock.key, owner: lock.owner, outcome: 'released' });
     return 'expired';

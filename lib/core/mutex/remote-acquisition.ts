@@ -1,4 +1,4 @@
-import { isHeld, type LeftRun, leftRun } from '../../store/mutex/mutex.record';
+import { hasLeft, isHeld, type LeftRun, leftRun } from '../../store/mutex/mutex.record';
 import { claimLeaseOf, type WriteResult } from '../../store/mutex/mutex-store.protocol';
 import { monotonicNow, sleep } from '../../utils/clock';
 import type { AcquiredVia } from '../../interfaces/lock-event.interface';
@@ -271,12 +271,13 @@ export class RemoteAcquisition {
     const result = await this.request(() => host.store.leave(waiter.storedKey, ticket), 'none');
     if (!result) return;
     this.leave = 'done';
-    if (result.ok) {
+    if (!result.ok && !result.current) await this.read();
+    // Landed now, or earlier with its answer lost (the item shows the ticket left).
+    if (result.ok || hasLeft(this.line.current, ticket)) {
       this.line.ticket = undefined;
       host.emit({ type: 'cleanup', key: waiter.key, owner: waiter.owner, outcome: 'left' });
       throw waiter.cancel.signal.reason;
     }
-    if (!result.current) await this.read();
   }
 
   /** Passes the tickets served whose waiters left (a server that does not return the item blocking it needs a read). */

@@ -3,6 +3,7 @@ import { LockConfigurationError } from '../../errors/lock.errors';
 import { MEMORY_PUT_KEY_UNKNOWN } from '../../errors/lock.messages';
 import type { FencedWriteItem } from '../../interfaces/fenced-write.interface';
 import type { MemoryMutexStore } from '../mutex/mutex.memory-store';
+import { hasLeft } from '../mutex/mutex.record';
 import { fencedOperation, type FencedOperation, operationOf } from './fenced-request';
 import type { FencedWriteOutcome, FencedWriteRequest, FencingStorePort, TransactOutcome, TransactRequest } from './fencing-store.port';
 
@@ -59,7 +60,9 @@ export class MemoryFencingStore implements FencingStorePort {
     await tick();
     const current = this.locks.peek(request.lockKey);
     const { token, ticket } = request.holding;
-    const holds = current?.token === token || (ticket !== undefined && current?.token === undefined && current?.head === ticket);
+    const holds =
+      current?.token === token ||
+      (ticket !== undefined && current?.token === undefined && current?.head === ticket && !hasLeft(current, ticket));
     if (!holds) return { ok: false, lockHeld: false, current };
     await this.options.onWrite?.({ kind: 'transact', key: request.lockKey, fencingToken: request.fencingToken, items: request.items });
     return { ok: true };

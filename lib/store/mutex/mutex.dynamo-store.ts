@@ -285,14 +285,16 @@ export class DynamoMutexStore implements MutexStorePort {
     }
     // A retry after a lost answer finds its own released token (no write: waiters watch the record version).
     const current = result.current ?? (await this.read(key));
-    return current?.released === holding.token;
+    if (current?.released !== holding.token) return false;
+    // The first answer was lost before its pass of left tickets: pass them now.
+    await this.passLeftAfter(current);
+    return true;
   }
 
   /**
-   * Leaves the line: records `ticket` in the item's `left` set, so that whoever sees `head` serve
-   * it passes it at once ({@link passLeft}). Only for a ticket still waiting (`head` below it) and
-   * while the set has room ({@link LEFT_MAX}). Keeps the record version. A failure's answer shows
-   * why: served already (`head` = ticket: the leaver holds by it and releases), passed, or full.
+   * Leaves the line: records `ticket` in the item's `left` set (passed at once by whoever sees it
+   * served, {@link passLeft}), while it still waits and the set has room ({@link LEFT_MAX}). Keeps
+   * the record version. A failure's answer shows why: served already, passed, or the set full.
    */
   leave(key: string, ticket: number): Promise<WriteResult> {
     return this.update(
@@ -318,7 +320,7 @@ export class DynamoMutexStore implements MutexStorePort {
     const values: Record<string, AttributeValue> = {
       ':head': { N: String(run.head) },
       ':target': { N: String(run.target) },
-      ':passed': { NS: run.passed.map(String) },
+      ':passed': { NS: [...run.passed, ...(run.stale ?? [])].map(String) },
       ':rvn': { S: randomToken() },
       ':now': { N: String(now) },
     };

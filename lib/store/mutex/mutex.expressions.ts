@@ -105,6 +105,7 @@ export function noHold(heldMs: number | undefined): string[] {
   return heldMs === undefined ? ['#lastHold'] : [];
 }
 
+/** The value of the hold time a release records, when known. */
 export function heldValue(heldMs: number | undefined): Record<string, AttributeValue> {
   return heldMs === undefined ? {} : { ':held': { N: String(Math.max(0, Math.round(heldMs))) } };
 }

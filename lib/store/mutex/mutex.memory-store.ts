@@ -209,7 +209,8 @@ export class MemoryMutexStore implements MutexStorePort {
       if (item.head !== r.head || item.token !== undefined || item.tail === undefined || item.tail < r.target) return undefined;
       if (!r.passed.every((ticket) => item.left?.includes(ticket))) return undefined;
       const now = Date.now();
-      return { ...item, head: r.target, rvn: randomToken(), updatedAt: now, live: undefined, left: without(item.left, r.passed) };
+      const removed = [...r.passed, ...(r.stale ?? [])];
+      return { ...item, head: r.target, rvn: randomToken(), updatedAt: now, live: undefined, left: without(item.left, removed) };
     });
   }
 
@@ -268,8 +269,12 @@ export class MemoryMutexStore implements MutexStorePort {
       if (run) await this.passLeft(key, run);
       return true;
     }
-    // A retried release: already released by this token (nothing written again).
-    return result.current?.released === h.token;
+    // A retried release: already released by this token (nothing written again), passing the
+    // left tickets it serves as the DynamoDB store does.
+    if (result.current?.released !== h.token) return false;
+    const run = leftRun(result.current);
+    if (run) await this.passLeft(key, run);
+    return true;
   }
 
   /** Reads one record; with no replicas here, an eventually consistent read is as current as a strong one. */

@@ -123,6 +123,8 @@ export interface LeftRun {
   passed: number[];
   /** The first ticket after them; the lock is free when it is `tail`. */
   target: number;
+  /** Tickets below `head` still in the set (a leave that landed after a skip's view): removed with the pass. */
+  stale?: number[];
 }
 
 /**
@@ -139,7 +141,8 @@ export function leftRun(record: LockRecord | undefined): LeftRun | undefined {
   let target = head;
   while (target < tail && left.has(target)) target++;
   const passed = Array.from({ length: target - head }, (_, index) => head + index);
-  return { head, passed, target };
+  const stale = record.left.filter((ticket) => ticket < head);
+  return stale.length ? { head, passed, target, stale } : { head, passed, target };
 }
 
 /** Whether `ticket` left the line, as the record shows. */

@@ -38,27 +38,27 @@ describe('partitionKey and sortKey options', () => {
   it('refuse a name that is not a non-empty string of at most 255 bytes', () => {
     for (const bad of ['', 42, null, 'x'.repeat(256), '\ud800']) {
       expect(problem(bad)).toMatch(
-        /^DynamoLockModule option "partitionKey" must be the name of the table's partition key attribute: a non-empty string of at most 255 bytes, such as 'PK'; got /,
+        /^LockManager option "partitionKey" must be the name of the table's partition key attribute: a non-empty string of at most 255 bytes, such as 'PK'; got /,
       );
     }
     expect(problem('PK', { name: '', value: 'LOCK' })).toMatch(
-      /^DynamoLockModule option "sortKey.name" must be the name of the table's sort key attribute/,
+      /^LockManager option "sortKey.name" must be the name of the table's sort key attribute/,
     );
   });
 
   it('refuse a key named as an attribute of lock items, listing them', () => {
     expect(problem('token')).toMatch(
-      /^DynamoLockModule option "partitionKey" is "token", an attribute lock items write for themselves, so a table keyed on it cannot hold locks\. Keep locks in a table whose key attributes have other names \(such as "PK" and "SK"\)\. Lock items write: acquiredAt, claims, .*, ttl, updatedAt\.$/,
+      /^LockManager option "partitionKey" is "token", an attribute lock items write for themselves, so a table keyed on it cannot hold locks\. Keep locks in a table whose key attributes have other names \(such as "PK" and "SK"\)\. Lock items write: acquiredAt, claims, .*, ttl, updatedAt\.$/,
     );
     // Semaphore items' attributes too.
-    expect(problem('PK', { name: 'holders', value: 'LOCK' })).toMatch(/^DynamoLockModule option "sortKey.name" is "holders"/);
+    expect(problem('PK', { name: 'holders', value: 'LOCK' })).toMatch(/^LockManager option "sortKey.name" is "holders"/);
     expect(problem('ttl')).toMatch(/"partitionKey" is "ttl"/);
   });
 
   it('refuse a sort key that is not { name, value }, or has an unknown field, with the closest name', () => {
     for (const bad of ['SK=LOCK', ['SK', 'LOCK'], null, 7]) {
       expect(problem('PK', bad)).toMatch(
-        /^DynamoLockModule option "sortKey" must be the table's sort key and the value lock items have in it, such as \{ name: 'SK', value: 'LOCK' \}; got .*Leave it out for a table without a sort key\.$/,
+        /^LockManager option "sortKey" must be the table's sort key and the value lock items have in it, such as \{ name: 'SK', value: 'LOCK' \}; got .*Leave it out for a table without a sort key\.$/,
       );
     }
     expect(problem('PK', { name: 'SK', vaule: 'LOCK' })).toMatch(/has no option "vaule"; did you mean "value"\?/);
@@ -67,11 +67,11 @@ describe('partitionKey and sortKey options', () => {
   it('refuse an empty or too long sort key value, and a sort key named as the partition key', () => {
     for (const bad of ['', undefined, 3, 'x'.repeat(1025)]) {
       expect(problem('PK', { name: 'SK', value: bad })).toMatch(
-        /^DynamoLockModule option "sortKey.value" must be the value every lock item has in the sort key: a non-empty string of at most 1024 bytes that none of your own items has there, such as 'LOCK'; got /,
+        /^LockManager option "sortKey.value" must be the value every lock item has in the sort key: a non-empty string of at most 1024 bytes that none of your own items has there, such as 'LOCK'; got /,
       );
     }
     expect(problem('PK', { name: 'PK', value: 'LOCK' })).toBe(
-      `DynamoLockModule options "partitionKey" and "sortKey.name" are both "PK": a table's sort key is another attribute than its partition key. Name the sort key of your table (such as { name: 'SK', value: 'LOCK' }), or leave sortKey out if it has none.`,
+      `LockManager options "partitionKey" and "sortKey.name" are both "PK": a table's sort key is another attribute than its partition key. Name the sort key of your table (such as { name: 'SK', value: 'LOCK' }), or leave sortKey out if it has none.`,
     );
   });
 
