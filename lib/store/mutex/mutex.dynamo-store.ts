@@ -80,10 +80,7 @@ export class DynamoMutexStore implements MutexStorePort {
     return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
   }
 
-  /**
-   * Takes several free keys in one `TransactWriteItems`, all or none (see `sendAcquireAll()`);
-   * `unsupported` on a server without transactions, remembered for this store.
-   */
+  /** Takes several free keys in one `TransactWriteItems`, all or none; `unsupported` without transactions (remembered). */
   async acquireAll(write: AcquireAllWrite): Promise<AcquireAllResult> {
     if (!this.transactions) return { kind: 'unsupported' };
     const result = await sendAcquireAll(this.client, this.options, write, this.onlyLockItem());
@@ -283,10 +280,10 @@ export class DynamoMutexStore implements MutexStorePort {
       await this.passLeftAfter(result.record);
       return true;
     }
-    // A retry after a lost answer finds its own released token (no write: waiters watch the record version).
+    // A retry after a lost answer finds its own released token (no write: waiters watch the record
+    // version); the pass of left tickets its first answer would have led to is sent now.
     const current = result.current ?? (await this.read(key));
     if (current?.released !== holding.token) return false;
-    // The first answer was lost before its pass of left tickets: pass them now.
     await this.passLeftAfter(current);
     return true;
   }
@@ -343,10 +340,9 @@ export class DynamoMutexStore implements MutexStorePort {
     );
   }
 
-  /** After a write that moved `head`: passes the left tickets it now serves (best effort; any waiter that sees them does it too). */
+  /** After a write that moved `head`: passes the left tickets it serves (a failure is harmless: any waiter that sees them does it). */
   private async passLeftAfter(record: LockRecord): Promise<void> {
     const run = leftRun(record);
-    // A failure is harmless: the next waiter that reads the item passes them.
     if (run) await this.passLeft(record.key, run).catch(() => undefined);
   }
 
