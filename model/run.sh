@@ -37,12 +37,17 @@ done
 # name | kind (safety: assertions and end states; live: the LTL property under weak fairness) |
 # expected outcome | macros | what it shows
 configs=(
-  "safety-2p|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=1 -DHANDOVERS=1|2 processes x 2 acquisitions; a lost answer, a late duplicate write, a waiter giving up, a hand-over; pauses anywhere"
+  "safety-2p|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=1 -DHANDOVERS=1|2 processes x 2 acquisitions; a lost answer, a late duplicate write, a waiter giving up (it leaves the line), a hand-over; pauses anywhere"
   "safety-2p-leases|safety|pass|-DN=2 -DROUNDS=2 -DL0=2 -DL1=4 -DLOSS=1 -DDUPS=1 -DABANDONS=1|as above with leases of 2 and 4 ticks (the watcher uses the holder's lease)"
-  "safety-3p-loss|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=0 -DABANDONS=1|3 processes; a lost answer (any write), a waiter giving up; pauses anywhere"
-  "safety-3p-dup|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=0 -DDUPS=1 -DABANDONS=1|3 processes; a late duplicate write (ghost ticket or ghost holder), a waiter giving up"
-  "live-2p|live|pass|-DN=2 -DROUNDS=2 -DTOKS=5 -DMAXT=9 -DLOSS=1 -DDUPS=1 -DABANDONS=1 -DHANDOVERS=1|every waiter is served: 2 processes x 2 acquisitions, no crash, no pause past a tick"
-  "live-3p|live|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=1 -DABANDONS=1|every waiter is served: 3 processes, no crash, no pause past a tick"
+  "safety-3p-loss|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=0 -DABANDONS=1|3 processes; a lost answer (any write, the leave and the pass of left tickets too), a waiter leaving; pauses anywhere"
+  "safety-3p-dup|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=0 -DDUPS=1 -DABANDONS=1|3 processes; a late duplicate write (ghost ticket, ghost holder, or a leave), a waiter leaving"
+  "safety-2p-leave|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=2 -DTAKEOVERS=1|2 processes x 2 acquisitions; two waiters leaving, a lost answer or a late copy of any write (a leave's too), a later caller taking over a ticket that may have left; a set of 1"
+  "safety-3p-leave|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=0 -DDUPS=1 -DABANDONS=2 -DLEFT_MAX=2|3 processes, two leaving: a run of left tickets passed in one write, a pass from an old view; a set of 2"
+  "safety-3p-leave-full|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=0 -DDUPS=1 -DABANDONS=2 -DLEFT_MAX=1|3 processes, two leaving, a set of 1: the second leave refused (full), its waiter quiet"
+  "live-2p|live|pass|-DN=2 -DROUNDS=2 -DTOKS=5 -DMAXT=9 -DLOSS=1 -DDUPS=1 -DABANDONS=1 -DHANDOVERS=1|every waiter is served: 2 processes x 2 acquisitions, no crash, no pause past a tick; a left head is never passed as silent"
+  "live-3p|live|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=1 -DABANDONS=1|every waiter is served: 3 processes, no crash, no pause past a tick; a left head is never passed as silent"
+  "live-2p-leave|live|pass|-DN=2 -DROUNDS=2 -DTOKS=5 -DMAXT=9 -DLOSS=1 -DDUPS=1 -DABANDONS=2 -DTAKEOVERS=1 -DHANDOVERS=1|as live-2p with two waiters leaving and a later caller taking over a ticket that may have left"
+  "live-3p-leave|live|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=1 -DABANDONS=2 -DLEFT_MAX=2|as live-3p with two waiters leaving (a run of left tickets), a set of 2"
   "bug-lease-from-head-read|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_LEASE_FROM_HEAD_READ|broken: a promoted head counts its lease from the read that showed it head"
   "bug-enqueue-head-from-send|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_ENQ_HEAD_FROM_SEND|broken: an enqueue that finds the item free counts the lease from its own send"
   "bug-skip-without-rvn|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_SKIP_NO_RVN|broken: the skip is conditioned on head and tail, not on the record version"
@@ -50,12 +55,24 @@ configs=(
   "bug-eventual-refreshes-view|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=0 -DBUG_EVENTUAL_REFRESHES_VIEW|broken: an eventually consistent read showing another head counts as a recent answer (an old copy refreshes a promoted lease)"
   "finding-ticket-misattribution|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=0 -DABANDONS=0 -DFINDING_TICKET_MISATTRIBUTION|finding (README): a retried enqueue adopts a free acquirer's ticket; if it answers the roll-call, that ticket is granted twice"
   "finding-ticket-misattribution-fixed|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=0 -DFINDING_TICKET_MISATTRIBUTION -DFIX_FREE_SETS_TAILTOKEN|the same with the fix: a free acquire also sets tailToken"
+  "bug-leave-held-by-ticket|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=0 -DABANDONS=1 -DBUG_LEAVE_HELD_BY_TICKET|broken: holding by ticket (the write's condition and the waiter's view) ignores left"
+  "bug-leave-at-head|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=1 -DBUG_LEAVE_AT_HEAD|broken: a leave lands on the ticket head serves (head <= ticket)"
+  "bug-skip-before-pass-left|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=1 -DBUG_SKIP_BEFORE_PASS_LEFT|broken: a waiter that sees the head left waits for it as for a silent head (the pass of a silent head comes first)"
+  "bug-pass-left-keeps-version|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=0 -DABANDONS=1 -DBUG_PASS_LEFT_KEEPS_RVN|broken: the pass of left tickets keeps the record version"
+  "bug-pass-left-no-head-check|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=1 -DBUG_PASS_LEFT_NO_HEAD_CHECK|broken: the pass of left tickets is conditioned on no token only, not on the head it saw"
 )
 deep_configs=(
   "deep-3p-all|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=1 -DABANDONS=1|3 processes; a lost answer, a late duplicate and a waiter giving up in one run"
   "deep-3p-2rounds|safety|pass|-DN=3 -DROUNDS=2 -DTOKS=4 -DLOSS=0 -DDUPS=0 -DABANDONS=1|3 processes x 2 acquisitions, a waiter giving up"
   "deep-live-3p-2rounds|live|pass|-DN=3 -DROUNDS=2 -DTOKS=5 -DMAXT=9 -DLOSS=1 -DDUPS=1 -DABANDONS=1|every waiter is served: 3 processes x 2 acquisitions"
+  "deep-3p-2rounds-leave|safety|pass|-DN=3 -DROUNDS=2 -DTOKS=4 -DLOSS=0 -DDUPS=1 -DABANDONS=2 -DTAKEOVERS=1 -DLEFT_MAX=1|3 processes x 2 acquisitions, two leaving, a take-over: a late copy of a refused leave lands once the set has room"
+  "deep-pass-left-without-no-token|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=2 -DTAKEOVERS=1 -DDROP_PASS_LEFT_NO_TOKEN|safety-2p-leave with the pass of left tickets not conditioned on no token (README: implied)"
+  "deep-pass-left-without-in-left|safety|pass|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=1 -DABANDONS=2 -DTAKEOVERS=1 -DDROP_PASS_LEFT_IN_LEFT|safety-2p-leave with the pass of left tickets not conditioned on the tickets passed being in left (README: implied)"
 )
+# Searches of more than about 5 s (compiled with more optimisation, see run_one).
+declare -A long_search=([safety-2p]=1 [safety-2p-leases]=1 [safety-3p-loss]=1 [safety-2p-leave]=1
+  [deep-3p-all]=1 [deep-3p-2rounds]=1 [deep-live-3p-2rounds]=1 [deep-3p-2rounds-leave]=1
+  [deep-pass-left-without-no-token]=1 [deep-pass-left-without-in-left]=1)
 [ "$deep" -eq 1 ] && configs+=("${deep_configs[@]}")
 if [ ${#only[@]} -gt 0 ]; then
   selected=()
@@ -90,9 +107,20 @@ run_one() {
   started=$(now_ms)
   (
     cd "$dir"
-    # Broken variants are small: compiled fast, searched for the shortest counterexample.
+    # Compiling pan.c (one huge function) costs more than most searches: broken variants (searched
+    # for the shortest counterexample, tiny) are compiled without optimisation, small configurations
+    # with -O1, the long searches with -O2 less the passes that take most of gcc's time on that
+    # function (a few per cent slower searches, a third of the compile time).
     local live_def="" cflags="-DMEMLIM=6144" panflags="-m20000"
-    if [ "$expect" = fail ]; then cflags="$cflags -O1"; else cflags="$cflags -O2"; fi
+    if [ "$expect" = fail ]; then
+      cflags="$cflags -O0"
+    elif [ -n "${long_search[$name]:-}" ]; then
+      cflags="$cflags -O2 -fno-gcse -fno-tree-pre -fno-tree-vrp -fno-tree-dominator-opts"
+      # The deep ones need more states than MEMLIM holds uncompressed.
+      case "$name" in deep-*) cflags="$cflags -DCOLLAPSE" ;; esac
+    else
+      cflags="$cflags -O1"
+    fi
     if [ "$kind" = live ]; then
       live_def="-DLIVE"
       cflags="$cflags -DNFAIR=4"
@@ -122,12 +150,16 @@ run_one() {
   states=$(awk '/states, stored/ { print $1; exit }' "$dir/pan.out" 2>/dev/null || true)
   depth=$(grep -oE 'depth reached [0-9]+' "$dir/pan.out" 2>/dev/null | awk '{ print $3 }' | tail -1 || true)
   errors=$(grep -oE 'errors: [0-9]+' "$dir/pan.out" 2>/dev/null | awk '{ print $2 }' | tail -1 || true)
-  violation=$(grep -E 'assertion violated|acceptance cycle|invalid end state|never claim|max search depth too small|out of memory' "$dir/pan.out" 2>/dev/null |
-    grep -v 'max search depth too small' | head -1 | sed -E 's/^pan:[0-9]*: *//; s/ \(at depth [0-9]+\)//' || true)
+  # The last one found: the search for the shortest counterexample (-i) wrote its trail last.
+  violation=$(grep -E '^pan:[0-9]+: .*(assertion violated|acceptance cycle|invalid end state|never claim)' "$dir/pan.out" 2>/dev/null |
+    tail -1 | sed -E 's/^pan:[0-9]*: *//; s/ \(at depth [0-9]+\)//' || true)
   if [ -f "$dir/error" ]; then
     outcome="error: $(cat "$dir/error")"
   elif grep -qE 'max search depth too small|out of memory' "$dir/pan.out"; then
     outcome="error: $(grep -E 'max search depth too small|out of memory' "$dir/pan.out" | head -1)"
+  elif [ "${errors:-0}" = 0 ] && grep -qE 'reached -DMEMLIM bound|Search not completed' "$dir/pan.out"; then
+    # pan stops at the memory bound with "errors: 0": not a verification.
+    outcome="error: search not completed ($(grep -oE 'reached -DMEMLIM bound|Search not completed' "$dir/pan.out" | head -1))"
   elif [ -z "$errors" ]; then
     outcome="error: no verdict from pan"
   elif [ "$errors" -eq 0 ]; then

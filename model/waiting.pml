@@ -16,12 +16,22 @@
  *   LOSS       lost answers in a run         DUPS       delayed duplicate writes in a run
  *   HBS        heartbeats per hold           HANDOVERS  local hand-overs in a run
  *   ABANDONS   waiters giving up in a run    LIVE       liveness run (see README)
+ *   LEFT_MAX   size bound of the item's `left` set (the engine's is 32)
+ *   TAKEOVERS  a later caller of the process takes over the ticket of a caller that gave up
  *   Broken variants, which must fail: BUG_LEASE_FROM_HEAD_READ, BUG_SKIP_NO_RVN,
  *   BUG_ENQ_HEAD_FROM_SEND (safety), BUG_NO_SKIP_UNCLAIMED (liveness, with LIVE).
  *   FINDING_TICKET_MISATTRIBUTION: a waiter whose ticket is the head held by another token also
  *   answers the roll-call (fails, see README); FIX_FREE_SETS_TAILTOKEN: the fix (passes).
  *   BUG_EVENTUAL_REFRESHES_VIEW (safety): an eventually consistent read showing another head
  *   counts as a recent answer (a promoted lease would count from it).
+ *   Leaving the line (safety, must fail): BUG_LEAVE_HELD_BY_TICKET (holding by ticket, and a
+ *   waiter's view of being served, ignore `left`), BUG_LEAVE_AT_HEAD (a leave lands on the
+ *   ticket `head` serves), BUG_SKIP_BEFORE_PASS_LEFT (a waiter whose view shows the head left
+ *   waits for it to be silent a claim lease and skips it, as before `left` existed),
+ *   BUG_PASS_LEFT_KEEPS_RVN (the pass of left tickets keeps the record version),
+ *   BUG_PASS_LEFT_NO_HEAD_CHECK (the pass is conditioned on no token only).
+ *   DROP_PASS_LEFT_NO_TOKEN, DROP_PASS_LEFT_IN_LEFT: the pass without one of its other conjuncts
+ *   (both verify: see README).
  */
 
 #ifndef N
@@ -52,7 +62,7 @@
 #define LOSS 1
 #endif
 #ifndef LOSSES
-#define LOSSES 63         /* which answers may be lost: 1 free acquire, 2 enqueue, 4 roll-call, 8 skip, 16 claim, 32 heartbeat */
+#define LOSSES 255        /* which answers may be lost: 1 free acquire, 2 enqueue, 4 roll-call, 8 skip, 16 claim, 32 heartbeat, 64 leave, 128 pass of left tickets */
 #endif
 #ifndef DUPS
 #define DUPS 1
@@ -65,6 +75,12 @@
 #endif
 #ifndef ABANDONS
 #define ABANDONS 1
+#endif
+#ifndef LEFT_MAX
+#define LEFT_MAX 1
+#endif
+#ifndef TAKEOVERS
+#define TAKEOVERS 0
 #endif
 
 #define NONE 255
@@ -79,11 +95,13 @@
 #define HOLD 4    /* believes it holds the lock */
 #define RELP 5    /* must release at once (a waiter that gave up was served) */
 #define DONE 6
+#define FOLP 7    /* released onto a left ticket: passes the left tickets now served, then its round ends */
 
 /* writes that a delayed duplicate may repeat */
 #define W_FREE 1
 #define W_ENQ 2
 #define W_HB 3
+#define W_LEAVE 4
 
 #define LL(q) ((q) == 0 -> L0 : ((q) == 1 -> L1 : L2))
 #define LCQ(q) (LL(q) < CLAIM -> LL(q) : CLAIM)
@@ -105,6 +123,14 @@ byte ilease;              /* leaseMs, 0: absent */
 byte rvn = 1;             /* record version: a fresh value on every grant/heartbeat/hand-over/release/skip (see canon) */
 byte live = NONE;         /* roll-call register */
 byte tailTok;             /* token of the last enqueue (0 when no retry of it can still come) */
+/*
+ * The `left` set: tickets whose waiters left the line. Kept relative to head (bit i: ticket
+ * head + i is in the set), so it needs no renaming; the tickets in the set below head (passed
+ * without leaving the set: nobody refers to them, only their number counts towards LEFT_MAX) as
+ * a number.
+ */
+byte lft;
+byte lgar;
 
 /* ---- the processes ---- */
 byte ph[N];
@@ -126,6 +152,9 @@ byte vLive[N] = NONE;     /* NONE: none; LIVE_MINE: at most its own ticket; LIVE
 byte sRvn[N];             /* record version watched, */
 byte sAge[N];             /* ticks since it was first seen, */
 byte sP[N];               /* and how long it may stay unchanged (its leaseMs, or CLAIM) */
+byte vLft[N];             /* the `left` set shown, relative to vHead (bit i: ticket vHead + i) */
+bit vPL[N];               /* the view shows head in `left` and no token: the left tickets at the head are to be passed */
+bit lvDue[N];             /* gave up, its leave had no answer: it may send it again */
 byte ndone;
 #ifdef LIVE
 bit moved[N];
@@ -133,7 +162,7 @@ byte nmoved;
 #endif
 
 /* ---- run budgets and checks ---- */
-byte lossLeft = LOSS, dupLeft = DUPS, abandonLeft = ABANDONS, handLeft = HANDOVERS;
+byte lossLeft = LOSS, dupLeft = DUPS, abandonLeft = ABANDONS, handLeft = HANDOVERS, takeLeft = TAKEOVERS;
 bit headGranted;          /* the ticket now at head was granted already */
 bit exhausted;
 
@@ -141,16 +170,38 @@ bit exhausted;
 byte dOp, dP, dTok, dTkt;
 
 /* scratch: only used inside one d_step, not part of the state */
-hidden byte q, nr, res, tg, grem, ghand, wOp, wTok, wTkt, wL;
+hidden byte q, nr, res, tg, grem, ghand, wOp, wTok, wTkt, wL, nl, lm, lb;
 hidden byte base;         /* see shiftTickets */
 hidden byte byRead;       /* the view comes from a read (not from a write's answer) */
 hidden byte mutual_exclusion, fencing_token_increases, one_grant_per_ticket, skip_stays_within_queue;
 hidden byte bounds_large_enough, own_token_after_uncertain_write;
+hidden byte left_ticket_never_held, left_ticket_costs_no_claim_lease;
 
 #ifdef LIVE
 #define MOVED if :: !moved[P] -> moved[P] = 1; nmoved++ :: else fi
 #else
 #define MOVED skip
+#endif
+
+/*
+ * Holding by ticket: no token, head serves the ticket, and the ticket did not leave the line (a
+ * ticket in `left` is never held: whatever write of its waiter lands late, whatever view it has).
+ */
+#ifdef BUG_LEAVE_HELD_BY_TICKET
+#define HEAD_NOT_LEFT 1
+#else
+#define HEAD_NOT_LEFT ((lft & 1) == 0)
+#endif
+#define BY_TICKET(t) (itok == 0 && head == (t) && HEAD_NOT_LEFT)
+#define IN_LEFT(t) ((t) != NONE && (t) >= head && (t) - head < 8 && ((lft >> ((t) - head)) & 1))
+
+/* leave(ticket): only for a ticket still waiting (head below it) */
+#ifdef BUG_LEAVE_AT_HEAD
+#define LEAVE_COND(t) (head <= (t) && (t) < tail)
+#define LEAVE_DEAD(t) ((t) < head)
+#else
+#define LEAVE_COND(t) (head < (t) && (t) < tail)
+#define LEAVE_DEAD(t) ((t) <= head)
 #endif
 
 /*
@@ -196,10 +247,18 @@ inline canon() {
     :: else
     fi;
     if
-    :: tkt[q] != NONE && head == tkt[q] && itok == 0 -> srvT[q] = tkt[q]
+    :: tkt[q] != NONE && BY_TICKET(tkt[q]) -> srvT[q] = tkt[q]
     :: else
-    fi
+    fi;
+    /* nobody believes it holds (or, served quietly, releases) by a ticket in `left` */
+    left_ticket_never_held = !((hold[q] && rem[q] > 0 || ph[q] == RELP) && itok != TOK(q) && IN_LEFT(tkt[q]));
+    assert(left_ticket_never_held)
   };
+  /* a late copy of a leave whose ticket head reached can never land */
+  if
+  :: dOp == W_LEAVE && LEAVE_DEAD(dTkt) -> dOp = 0; dP = 0; dTok = 0; dTkt = 0
+  :: else
+  fi;
   shiftTickets();
   for (q : 0 .. N - 1) {
     if
@@ -225,6 +284,15 @@ inline headMoves() {
   headGranted = 0; live = NONE; fd++; newRvn()
 }
 
+/* nl: the size of the `left` set */
+inline countLeft() {
+  nl = lgar; lb = lft;
+  do
+  :: lb != 0 -> nl = nl + (lb & 1); lb = lb >> 1
+  :: else -> break
+  od
+}
+
 /* tailTok matters only while a retry of that enqueue can still come */
 inline tidyTailTok() {
   res = 0;
@@ -248,6 +316,7 @@ inline applyW() {
      if
      :: itok == 0 && head == tail ->
         itok = wTok; tail++; fd++; ilease = wL; live = NONE; newRvn(); res = 1;
+        lft = 0; lgar = 0;   /* a free acquire removes `left` */
 #ifdef FIX_FREE_SETS_TAILTOKEN
         tailTok = wTok; tidyTailTok(); res = 1
 #else
@@ -262,7 +331,17 @@ inline applyW() {
      fi
   :: wOp == W_HB ->
      if
-     :: itok == wTok || (itok == 0 && head == wTkt) -> itok = wTok; ilease = wL; live = NONE; newRvn(); res = 1
+     :: itok == wTok || BY_TICKET(wTkt) -> itok = wTok; ilease = wL; live = NONE; newRvn(); res = 1
+     :: else
+     fi
+  :: wOp == W_LEAVE ->
+     /* ADD left {ticket}: keeps the record version */
+     countLeft();
+     if
+     :: LEAVE_COND(wTkt) && nl < LEFT_MAX ->
+        bounds_large_enough = (wTkt - head < 8);
+        assert(bounds_large_enough);
+        lft = lft | (1 << (wTkt - head)); res = 1
      :: else
      fi
   fi
@@ -270,8 +349,11 @@ inline applyW() {
 
 inline release() {
   if
-  :: itok == TOK(P) || (itok == 0 && head == tkt[P]) ->
-     head++; itok = 0; ilease = 0; headMoves(); res = 1
+  :: itok == TOK(P) || BY_TICKET(tkt[P]) ->
+     head++; itok = 0; ilease = 0; headMoves(); res = 1;
+     /* `left` is not changed: a left ticket held by a token (see actSkip) stays in it, below head */
+     if :: lft & 1 -> lgar++ :: else fi;
+     lft = lft >> 1
   :: else -> res = 0
   fi
 }
@@ -303,7 +385,8 @@ inline makeDup(dup) {
 
 /* a read, or the answer of a write (the item as it is now) */
 inline see() {
-  vHead[P] = head; vTail[P] = tail;
+  vHead[P] = head; vTail[P] = tail; vLft[P] = lft;
+  vPL[P] = (itok == 0 && head < tail && (lft & 1));
   /* only how the register compares with its own ticket matters */
   vLive[P] = (live == NONE || tkt[P] == NONE -> NONE : (live <= tkt[P] -> LIVE_MINE : LIVE_ABOVE));
   if
@@ -314,19 +397,19 @@ inline see() {
   :: itok != TOK(P) && unc[P] -> na[P] = 0
   :: else
   fi;
-  /* busy, and not with this process's ticket at its head: no later ticket of it is head yet */
+  /* busy, and not with this process's ticket at its head (or with it, left): no later ticket of it is head yet */
   if
-  :: itok != TOK(P) && head != tail && head != tkt[P] -> nh[P] = 0
+  :: itok != TOK(P) && head != tail && (head != tkt[P] || !HEAD_NOT_LEFT) -> nh[P] = 0
   :: else
   fi
 }
 
 inline forgetView() {
-  sRvn[P] = 0; sAge[P] = 0; sP[P] = 0; vHead[P] = NONE; vTail[P] = NONE; vLive[P] = NONE
+  sRvn[P] = 0; sAge[P] = 0; sP[P] = 0; vHead[P] = NONE; vTail[P] = NONE; vLive[P] = NONE; vLft[P] = 0; vPL[P] = 0
 }
 
 inline finish() {
-  ph[P] = DONE; hold[P] = 0; rem[P] = 0; unc[P] = 0; na[P] = 0; nh[P] = 0; quiet[P] = 0; tkt[P] = NONE;
+  ph[P] = DONE; hold[P] = 0; rem[P] = 0; unc[P] = 0; na[P] = 0; nh[P] = 0; quiet[P] = 0; tkt[P] = NONE; lvDue[P] = 0;
   hbs[P] = 0; ntok[P] = 0; rounds[P] = 0;
   forgetView();
 #ifdef LIVE
@@ -352,13 +435,20 @@ inline newToken() {
   fi
 }
 
-inline roundEnd() {
-  hold[P] = 0; rem[P] = 0; quiet[P] = 0; tkt[P] = NONE; hbs[P] = 0;
+inline clearRound() {
+  hold[P] = 0; rem[P] = 0; quiet[P] = 0; tkt[P] = NONE; hbs[P] = 0; lvDue[P] = 0
+}
+
+inline nextRound() {
   rounds[P]++;
   if
   :: rounds[P] >= ROUNDS -> finish()
   :: else -> newToken()
   fi
+}
+
+inline roundEnd() {
+  clearRound(); nextRound()
 }
 
 /* this process starts to believe it holds the lock, for grem ticks, with the item's fence */
@@ -402,7 +492,7 @@ inline resolve() {
      :: !quiet[P] && LL(P) > na[P] -> grem = LL(P) - na[P]; ghand = 0; grant()
      :: else -> ph[P] = CLAIMP
      fi
-  :: itok != TOK(P) && tkt[P] != NONE && head == tkt[P] && itok == 0 ->
+  :: itok != TOK(P) && tkt[P] != NONE && BY_TICKET(tkt[P]) ->
      printf("MSC: p%d sees its ticket %d at head, unclaimed\n", P, tkt[P] + base);
      if
      :: quiet[P] -> ph[P] = RELP
@@ -416,6 +506,7 @@ inline resolve() {
      :: else -> tkt[P] = NONE; newToken()
      fi
   :: else ->
+     /* (its ticket at head but in `left`: not served, the left tickets at the head are passed) */
      if
      :: tkt[P] != NONE -> ph[P] = WAIT
      :: else -> ph[P] = IDLE
@@ -442,17 +533,30 @@ inline resolve() {
 #define CAN_SKIP_T (WATCHED && sAge[P] >= sP[P] && vLive[P] != NONE && vLive[P] <= tkt[P])
 #define CAN_SKIP_U (WATCHED && sAge[P] >= sP[P])
 
-#ifdef LIVE
-/* a process that keeps running does what its view asks for (see README) */
-#define READ_OK (ph[P] == WAIT && !CAN_ROLL && !CAN_SKIP_T)
-#define SKIP_OK (ph[P] == WAIT && CAN_SKIP_T)
+/* a view that shows the head left (and no token) asks for the pass of the left tickets first */
+#ifdef BUG_SKIP_BEFORE_PASS_LEFT
+/* broken: the pass of a silent head is considered first (a left head costs a claim lease) */
+#define SKIP_LEFT_OK 1
 #else
-#define READ_OK (ph[P] == IDLE || ph[P] == WAIT)
-#define SKIP_OK (ph[P] == WAIT && CAN_SKIP_T || ph[P] == IDLE && CAN_SKIP_U)
+#define SKIP_LEFT_OK (!vPL[P])
 #endif
 
+#ifdef LIVE
+/* a process that keeps running does what its view asks for (see README) */
+#define READ_OK (ph[P] == WAIT && !vPL[P] && !CAN_ROLL && !CAN_SKIP_T)
+#define SKIP_OK (ph[P] == WAIT && SKIP_LEFT_OK && CAN_SKIP_T)
+#else
+#define READ_OK (ph[P] == IDLE || ph[P] == WAIT)
+#define SKIP_OK ((ph[P] == WAIT && CAN_SKIP_T || ph[P] == IDLE && CAN_SKIP_U) && SKIP_LEFT_OK)
+#endif
+#define ROLL_OK (ph[P] == WAIT && !vPL[P] && CAN_ROLL)
+#define PL_OK (vPL[P] && (ph[P] == IDLE || ph[P] == WAIT || ph[P] == FOLP))
+#define GIVEUP_OK (ph[P] == WAIT && !quiet[P] && abandonLeft > 0)
+#define RELEAVE_OK (ph[P] == WAIT && lvDue[P])
+#define TAKEOVER_OK (ph[P] == WAIT && quiet[P] && !unc[P] && takeLeft > 0 && rounds[P] + 1 < ROUNDS && ntok[P] < TOKS)
+
 #define FREE_OK (ph[P] == IDLE && vHead[P] == vTail[P] && tail < MAXT)
-#define ENQ_OK ((ph[P] == IDLE && vHead[P] != vTail[P] || ph[P] == ENQR) && tail < MAXT)
+#define ENQ_OK ((ph[P] == IDLE && vHead[P] != vTail[P] && !vPL[P] || ph[P] == ENQR) && tail < MAXT)
 #define LOSS_OK(k) (lossLeft > 0 && ((LOSSES >> k) & 1))
 #define DUP_OK (dupLeft > 0 && dOp == 0)
 
@@ -512,9 +616,38 @@ inline actSkip(lost) {
   res = 0;
   if
   :: SKIP_COND ->
+     /*
+      * The head passed is silent for a whole lease as watched, never an unclaimed left ticket:
+      * those are passed at once (actPassLeft). In a liveness run (no crash, no long pause) no left
+      * head is passed this way at all.
+      */
+#ifdef LIVE
+     left_ticket_costs_no_claim_lease = ((lft & 1) == 0);
+#else
+     left_ticket_costs_no_claim_lease = !(itok == 0 && (lft & 1));
+#endif
+     assert(left_ticket_costs_no_claim_lease);
      tg = (live != NONE -> live : (tkt[P] != NONE -> tkt[P] : head + 1));
+     /* and the left tickets its view shows right after go with it (never its own ticket) */
+     do
+     :: tg < vTail[P] && tg != tkt[P] && tg >= vHead[P] && tg - vHead[P] < 8 && ((vLft[P] >> (tg - vHead[P])) & 1) -> tg++
+     :: else -> break
+     od;
      skip_stays_within_queue = (tg <= tail && tg > head);
      assert(skip_stays_within_queue);
+     /*
+      * The left tickets passed that its view shows leave the set, and so do those below head (at
+      * the version watched the view shows them all); tickets that left since its view stay in the
+      * set, below head.
+      */
+     lm = (1 << (tg - head)) - 1;
+     lb = lft & lm & (~vLft[P]);
+     lgar = 0;
+     do
+     :: lb != 0 -> lgar = lgar + (lb & 1); lb = lb >> 1
+     :: else -> break
+     od;
+     lft = lft >> (tg - head);
      head = tg; headMoves();
      if
      :: tkt[P] != NONE && tg == tkt[P] -> itok = TOK(P); ilease = LL(P); res = 2
@@ -528,6 +661,72 @@ inline actSkip(lost) {
   :: !lost && res == 2 && quiet[P] -> ph[P] = RELP
   :: !lost && res == 2 && !quiet[P] -> grem = LL(P); ghand = 0; grant()
   :: else -> see(); resolve()
+  fi
+}
+
+/* 9. give up: leave the line (LockStore.leave), and its retry after a lost answer */
+inline actLeave(lost, dup) {
+  MOVED;
+  quiet[P] = 1; lvDue[P] = 0;
+  wOp = W_LEAVE; wTok = 0; wTkt = tkt[P]; wL = 0;
+  applyW();
+  makeDup(dup);
+  printf("MSC: p%d leaves the line, ticket %d", P, tkt[P] + base); report(lost);
+  if
+  :: lost -> lossLeft--; lvDue[P] = 1     /* quiet meanwhile: applied or not, it cannot tell */
+  :: !lost && res -> roundEnd()           /* out of the line: never acts again for that ticket */
+  :: else -> see(); resolve()             /* refused: served (it releases at once), passed, or the set full (kept quietly) */
+  fi
+}
+
+/*
+ * The pass's condition: head is the one its view showed, no token, every ticket passed is in
+ * `left` (lm: the mask of the tickets passed, relative to head), the target within tail.
+ */
+#if defined(BUG_PASS_LEFT_NO_HEAD_CHECK)
+/* broken: conditioned on no token only (the head and the tickets passed are not checked) */
+#define PASS_LEFT_COND (itok == 0 && tail >= tg)
+#elif defined(DROP_PASS_LEFT_NO_TOKEN)
+/* without `no token` (verifies: implied by the head seen and a left ticket never held) */
+#define PASS_LEFT_COND (head == vHead[P] && tail >= tg && (lft & lm) == lm)
+#elif defined(DROP_PASS_LEFT_IN_LEFT)
+/* without `every ticket passed in left` (verifies: implied by the head seen) */
+#define PASS_LEFT_COND (head == vHead[P] && itok == 0 && tail >= tg)
+#else
+#define PASS_LEFT_COND (head == vHead[P] && itok == 0 && tail >= tg && (lft & lm) == lm)
+#endif
+
+/* 10. pass of the left tickets at the head (LockStore.passLeft), from its view */
+inline actPassLeft(lost) {
+  MOVED;
+  /* the run of left tickets from the head shown, up to the first ticket its view does not show left */
+  tg = vHead[P];
+  do
+  :: tg < vTail[P] && tg - vHead[P] < 8 && ((vLft[P] >> (tg - vHead[P])) & 1) -> tg++
+  :: else -> break
+  od;
+  lm = (1 << (tg - vHead[P])) - 1;
+  if
+  :: PASS_LEFT_COND ->
+     skip_stays_within_queue = (tg <= tail && tg > head);
+     assert(skip_stays_within_queue);
+     /* the passed tickets leave the set; the fencing counter stays (nobody held them) */
+     lft = lft >> (tg - head); head = tg; headGranted = 0; live = NONE;
+#ifndef BUG_PASS_LEFT_KEEPS_RVN
+     newRvn();
+#endif
+     res = 1
+  :: else -> res = 0
+  fi;
+  printf("MSC: p%d passes the left tickets at head %d, head now %d", P, vHead[P] + base, head + base); report(lost);
+  if
+  :: lost -> lossLeft--
+  :: else
+  fi;
+  if
+  :: ph[P] == FOLP -> forgetView(); nextRound()   /* the release's follow-up: whatever the answer */
+  :: ph[P] != FOLP && !lost -> see(); resolve()
+  :: else
   fi
 }
 
@@ -584,11 +783,14 @@ active [N] proctype proc() {
   :: d_step { ENQ_OK && LOSS_OK(1) && DUP_OK -> actEnq(1, 1); canon() }
   :: d_step { (ph[P] == IDLE || ph[P] == ENQR) && tail >= MAXT -> MOVED; outOfBounds(); canon() }
 
-  :: d_step { ph[P] == WAIT && CAN_ROLL -> actRoll(0); canon() }
-  :: d_step { ph[P] == WAIT && CAN_ROLL && LOSS_OK(2) -> actRoll(1); canon() }
+  :: d_step { ROLL_OK -> actRoll(0); canon() }
+  :: d_step { ROLL_OK && LOSS_OK(2) -> actRoll(1); canon() }
 
   :: d_step { SKIP_OK -> actSkip(0); canon() }
   :: d_step { SKIP_OK && LOSS_OK(3) -> actSkip(1); canon() }
+
+  :: d_step { PL_OK -> actPassLeft(0); canon() }
+  :: d_step { PL_OK && LOSS_OK(7) -> actPassLeft(1); canon() }
 
   /*
    * eventually consistent read: it may show the item as it was at any time since this ticket
@@ -617,10 +819,19 @@ active [N] proctype proc() {
      }
 #endif
 
-  /* 9. give up: the ticket runs on quietly */
+  /* 9. give up: it leaves the line; refused or unanswered, the ticket runs on quietly */
+  :: d_step { GIVEUP_OK -> abandonLeft--; printf("MSC: p%d gives up\n", P); actLeave(0, 0); canon() }
+  :: d_step { GIVEUP_OK && LOSS_OK(6) -> abandonLeft--; printf("MSC: p%d gives up\n", P); actLeave(1, 0); canon() }
+  :: d_step { GIVEUP_OK && DUP_OK -> abandonLeft--; printf("MSC: p%d gives up\n", P); actLeave(0, 1); canon() }
+  :: d_step { RELEAVE_OK -> actLeave(0, 0); canon() }
+  :: d_step { RELEAVE_OK && LOSS_OK(6) -> actLeave(1, 0); canon() }
+
+  /* a later caller of this process takes over the ticket of a caller that gave up (RemoteAcquisition.checkCaller) */
   :: d_step {
-       ph[P] == WAIT && !quiet[P] && abandonLeft > 0 ->
-       MOVED; abandonLeft--; quiet[P] = 1; printf("MSC: p%d gives up, ticket %d runs on quietly\n", P, tkt[P] + base)
+       TAKEOVER_OK ->
+       MOVED; takeLeft--; quiet[P] = 0; lvDue[P] = 0; rounds[P]++; ntok[P]++;
+       printf("MSC: p%d: its next caller (token %d) takes over ticket %d\n", P, TOK(P), tkt[P] + base);
+       canon()
      }
 
   :: d_step { ph[P] == CLAIMP -> actClaim(0, 0); canon() }
@@ -638,7 +849,13 @@ active [N] proctype proc() {
        hold[P] = 0;
        release();
        printf("MSC: p%d release, ticket %d", P, tkt[P] + base); report(0);
-       roundEnd();
+       if
+       :: res && itok == 0 && head < tail && (lft & 1) ->
+          /* its answer shows head serving a left ticket: it passes the left tickets next (LockStore.release) */
+          clearRound(); ph[P] = FOLP;
+          vHead[P] = head; vTail[P] = tail; vLft[P] = lft; vPL[P] = 1
+       :: else -> roundEnd()
+       fi;
        canon()
      }
 
@@ -648,7 +865,7 @@ active [N] proctype proc() {
        MOVED;
        handLeft--;
        if
-       :: itok == TOK(P) || (itok == 0 && head == tkt[P]) ->
+       :: itok == TOK(P) || BY_TICKET(tkt[P]) ->
           itok = TOK(P) + 1; fd++; ilease = LL(P); newRvn();
           rounds[P]++; ntok[P]++;
           printf("MSC: p%d hands over to its token %d\n", P, TOK(P));
@@ -695,12 +912,13 @@ active proctype net() {
 end:
   do
   :: d_step {
-       dOp != 0 && (dOp == W_HB || tail < MAXT) ->
+       dOp != 0 && (dOp == W_HB || dOp == W_LEAVE || tail < MAXT) ->
        wOp = dOp; wTok = dTok; wTkt = dTkt; wL = LL(dP);
        applyW();
        if
        :: dOp == W_FREE -> printf("MSC: late copy of p%d's free acquire, token %d", dP, dTok)
        :: dOp == W_ENQ -> printf("MSC: late copy of p%d's enqueue, token %d, tail now %d", dP, dTok, tail + base)
+       :: dOp == W_LEAVE -> printf("MSC: late copy of p%d's leave, ticket %d", dP, dTkt + base)
        :: else -> printf("MSC: late copy of p%d's heartbeat/claim, token %d", dP, dTok)
        fi;
        report(0);
