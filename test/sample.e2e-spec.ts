@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AppModule } from '../sample/app.module';
 import { ReportJob } from '../sample/reports/report.job';
 import { createTestClient, deleteTable, describeEachServer, uniqueTableName } from './support/servers';
@@ -40,6 +41,27 @@ describeEachServer('sample app (HTTP)', (server) => {
     client.destroy();
   });
 
+  /**
+   * The lock of invoice `id` once instance B sees instance A hold it while `request` (A's payment)
+   * runs. The tests used to wait a fixed 150 ms for the payment to take the lock; under load (two
+   * CPU hogs and other test runs) the request took longer than that to get there, and B's request
+   * took the lock first (a 409 for the payment). Polling through B (10 ms apart) finds the payment's
+   * 500 ms hold whatever the machine's load; a request that ends first fails the test.
+   */
+  async function heldByA(id: string, request: Promise<Response>): Promise<{ fencingToken: number }> {
+    let ended = false;
+    request.then(
+      () => (ended = true),
+      () => (ended = true),
+    );
+    for (;;) {
+      const info = (await (await fetch(`${urls[1]}/invoices/${id}/lock`)).json()) as { owner?: string; fencingToken: number };
+      if (info.owner?.startsWith('sample-A:')) return info;
+      if (ended) throw new Error(`the request ended before B saw A hold invoice-${id}`);
+      await sleep(10);
+    }
+  }
+
   it('pays an invoice once when two instances are asked at the same time: one 201, one 409', async () => {
     const [a, b] = await Promise.all(urls.map((url) => fetch(`${url}/invoices/42/pay`, { method: 'POST' })));
     const statuses = [a.status, b.status].sort();
@@ -71,18 +93,16 @@ describeEachServer('sample app (HTTP)', (server) => {
 
   it('shows the holder while a payment runs, and nobody after', async () => {
     const paying = fetch(`${urls[0]}/invoices/43/pay`, { method: 'POST' });
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const during = await (await fetch(`${urls[1]}/invoices/43/lock`)).json();
+    const during = await heldByA('43', paying);
     expect(during).toMatchObject({ key: 'invoice-43', owner: expect.stringMatching(/^sample-A:/), leaseDuration: 10_000 });
     expect((await paying).status).toBe(201);
     expect(await (await fetch(`${urls[1]}/invoices/43/lock`)).json()).toEqual({ held: false });
   });
 
   it('lets a waiting request through after the payment instead of failing (reopen waits)', async () => {
-    const paying = fetch(`${urls[0]}/invoices/42/reopen`, { method: 'POST' }).then(() =>
-      fetch(`${urls[0]}/invoices/42/pay`, { method: 'POST' }),
-    );
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await fetch(`${urls[0]}/invoices/42/reopen`, { method: 'POST' })).status).toBe(201);
+    const paying = fetch(`${urls[0]}/invoices/42/pay`, { method: 'POST' });
+    await heldByA('42', paying);
     const reopened = await fetch(`${urls[1]}/invoices/42/reopen`, { method: 'POST' });
     expect((await paying).status).toBe(201);
     expect(reopened.status).toBe(201);
@@ -102,7 +122,7 @@ describeEachServer('sample app (HTTP)', (server) => {
   it('writes nothing when the invoice was paid meanwhile (its own condition of the fenced write), and answers with it as it is', async () => {
     expect((await fetch(`${urls[0]}/invoices/43/reopen`, { method: 'POST' })).status).toBe(201);
     const paying = fetch(`${urls[0]}/invoices/43/pay`, { method: 'POST' });
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await heldByA('43', paying);
     const client = createTestClient(server);
     await client.send(
       new UpdateItemCommand({
@@ -122,10 +142,9 @@ describeEachServer('sample app (HTTP)', (server) => {
   it("refuses a payment once a later holder of the invoice's lock wrote the invoice: 409, and the later write stays", async () => {
     expect((await fetch(`${urls[0]}/invoices/43/reopen`, { method: 'POST' })).status).toBe(201);
     const paying = fetch(`${urls[0]}/invoices/43/pay`, { method: 'POST' });
-    await new Promise((resolve) => setTimeout(resolve, 150));
     // While A waits for its payment provider, a holder with a newer token writes the invoice (as one
     // would after A stalled past its lease and lost the lock).
-    const { fencingToken } = (await (await fetch(`${urls[1]}/invoices/43/lock`)).json()) as { fencingToken: number };
+    const { fencingToken } = await heldByA('43', paying);
     const client = createTestClient(server);
     await client.send(
       new UpdateItemCommand({

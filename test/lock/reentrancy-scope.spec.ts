@@ -43,9 +43,18 @@ describeEachServer('Re-entrancy never outlives the lock', (server) => {
     let seen: Seen | undefined;
     let innerRan = false;
     let inner: Promise<unknown> | undefined;
+    let entered: () => void = () => undefined;
+    const holding = new Promise<void>((resolve) => (entered = resolve));
+    const taken: { lock?: Lock } = {};
     const fired = new Promise<void>((resolve) => {
       void manager.withLock(key, (lock) => {
-        setTimeout(() => {
+        entered();
+        // The timer (and the timers it starts, in its async context) looks once the other instance
+        // holds the key. The test used to wait fixed times (50 ms for the first lock, 150 ms for the
+        // other's): under load the first acquisition took longer than 50 ms, the other instance took
+        // the key first, and the test hung until its timeout.
+        setTimeout(function look() {
+          if (!taken.lock) return void setTimeout(look, 10);
           seen = { current: manager.current(key), isHeld: lock.isHeld, aborted: lock.signal.aborted, reason: lock.signal.reason };
           inner = manager
             .withLock(
@@ -57,12 +66,12 @@ describeEachServer('Re-entrancy never outlives the lock', (server) => {
             )
             .catch((error: unknown) => error);
           resolve();
-        }, 150);
+        }, 10);
       });
     });
     // Another instance takes the key once it is free.
-    await sleep(50);
-    const taken = await other.acquire(key, { wait: '2s' });
+    await holding;
+    taken.lock = await other.acquire(key, { wait: '10s' });
     await fired;
     expect(seen?.current).toBeUndefined();
     expect(seen?.isHeld).toBe(false);
@@ -71,7 +80,7 @@ describeEachServer('Re-entrancy never outlives the lock', (server) => {
     expect((seen?.reason as LockLostError).reason).toBe('released');
     expect(await inner).toBeInstanceOf(LockBusyError);
     expect(innerRan).toBe(false);
-    await taken.release();
+    await taken.lock.release();
   });
 
   it('a nested handle looks neither held nor valid after the outer lock was released', async () => {
