@@ -6,8 +6,21 @@ import { DynamoMutexStore } from '../../lib/store/mutex/mutex.dynamo-store';
 import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
 import { memoryStoresOf } from '../support/custom-stores';
 import { injectFaults } from '../support/fault-injection';
+import { countRequests } from '../support/request-counter';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer, testClientConfig } from '../support/servers';
+
+/**
+ * Late answers: a write answered after more than half its lease (the case under test: renewed before
+ * it is handed out) yet before its end. The margins come from what was measured with two CPU hogs
+ * beside the suite: event-loop lag p99 27 ms, max 218 ms; a write's round trip adds tens of ms. The
+ * tests used a 400 ms lease answered after 380 ms (and 1,500 after 1,400): 20 ms of lag took the
+ * answer past the lease's end, and on a loaded machine that failed. Now 500 ms on either side.
+ */
+const LATE_LEASE_MS = 2_000;
+const LATE_MS = 1_500;
+/** How far past the first write's lease the lock is checked (above the measured lag). */
+const LATE_MARGIN_MS = 300;
 
 let keySeq = 0;
 const newKey = (name: string) => `${name}-${++keySeq}`;
@@ -138,13 +151,15 @@ describeEachServer('Engine paths', (server) => {
     it('renews with one heartbeat before resolving when the acquiring write was answered late', async () => {
       const manager = fixture.manager();
       const faults = injectFaults(manager.client);
+      const started = performance.now();
       // The first attempt of the write fails after a long silence (throttled); the SDK's retry succeeds.
-      faults.failNext('UpdateItem', { kind: 'throttling', delayMs: 1_400 });
-      const lock = await manager.acquire(newKey('late-answer'), { leaseDuration: 1_500, wait: '10s' });
+      faults.failNext('UpdateItem', { kind: 'throttling', delayMs: LATE_MS });
+      const lock = await manager.acquire(newKey('late-answer'), { leaseDuration: LATE_LEASE_MS, wait: '10s' });
       expect(faults.injected).toHaveLength(1);
       expect(lock.isHeld).toBe(true);
       expect(lock.signal.aborted).toBe(false);
-      await sleep(300);
+      // Past the end of a lease counted from the first write: held, so it was renewed.
+      await sleep(Math.max(0, started + LATE_LEASE_MS + LATE_MARGIN_MS - performance.now()));
       expect(lock.isHeld).toBe(true);
       await lock.release();
     });
@@ -180,16 +195,21 @@ describeEachServer('Engine paths', (server) => {
       const manager = fixture.manager();
       const key = newKey('late-handover');
       const first = await manager.acquire(key);
-      const next = manager.acquire(key, { leaseDuration: 400, wait: '10s' });
+      const next = manager.acquire(key, { leaseDuration: LATE_LEASE_MS, wait: '10s' });
       await sleep(50);
       const faults = injectFaults(manager.client);
-      // The hand-over write reaches DynamoDB, and is answered, only after nearly the whole 400 ms lease.
-      faults.failNext('UpdateItem', { kind: 'slow-response', delayMs: 380 });
+      const writes = countRequests(manager.client);
+      // The hand-over write reaches DynamoDB, and is answered, only after three quarters of the lease.
+      faults.failNext('UpdateItem', { kind: 'slow-response', delayMs: LATE_MS });
+      const sentAt = performance.now();
       await first.release();
       const lock = await next;
       expect(faults.injected).toHaveLength(1);
+      // Handed out after a second write (the renewal), not on the late answer of the first.
+      expect(writes.count('UpdateItem')).toBeGreaterThanOrEqual(2);
       expect(lock.isHeld).toBe(true);
-      await sleep(200);
+      // Past the end of a lease counted from the hand-over's write: still held.
+      await sleep(Math.max(0, sentAt + LATE_LEASE_MS + LATE_MARGIN_MS - performance.now()));
       expect(lock.isHeld).toBe(true);
       await lock.release();
     });
