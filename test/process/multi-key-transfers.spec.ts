@@ -5,14 +5,13 @@
  * acquire ever times out (no deadlock: every process finishes), the total is conserved, no two
  * processes are ever inside one account at once, and each account sees its fencing tokens rise.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { killOnExit } from '../../tools/exit-guard.mjs';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { LockFixture } from '../support/lock-fixture';
-import { describeEachServer, type TestServer } from '../support/servers';
+import { describeEachServer } from '../support/servers';
+import { type WorkerReport, workerPool } from './support/worker-process';
 
 const ACCOUNTS = 4;
 const PROCESSES = 4;
@@ -22,63 +21,13 @@ const PROCESSES = 4;
 const DURATION_MS = Number(process.env.MULTI_KEY_TRANSFER_MS ?? 20_000);
 const OPENING = 1_000;
 
-interface Report {
-  type: string;
-  owner: string;
-  message?: string;
+interface Report extends WorkerReport {
   transfers?: number;
   overlaps?: number;
   staleTokens?: number;
 }
 
-/** One worker process and its reports. */
-class Worker {
-  readonly reports: Report[] = [];
-  readonly exited: Promise<number | null>;
-
-  constructor(readonly child: ChildProcess) {
-    const unregister = killOnExit(() => child.kill('SIGKILL'));
-    child.on('message', (message) => this.reports.push(message as Report));
-    this.exited = new Promise((resolve) =>
-      child.once('close', (code) => {
-        unregister();
-        resolve(code);
-      }),
-    );
-  }
-
-  /** The first report of `type`; rejects on an `error` report, an exit without it, or after `timeoutMs`. */
-  async next(type: string, timeoutMs: number): Promise<Report> {
-    const until = performance.now() + timeoutMs;
-    for (;;) {
-      const found = this.reports.find((r) => r.type === type);
-      if (found) return found;
-      const failed = this.reports.find((r) => r.type === 'error');
-      if (failed) throw new Error(`${failed.owner}: ${failed.message}`);
-      if (performance.now() > until) throw new Error(`no '${type}' within ${timeoutMs} ms: ${JSON.stringify(this.reports)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
-const workers = new Set<Worker>();
-
-function start(server: TestServer, table: string, config: Record<string, unknown>): Worker {
-  const script = path.join(path.dirname(expect.getState().testPath!), 'transfer-worker.mjs');
-  const child = fork(script, [JSON.stringify({ ...config, endpoint: server.endpoint, table })], {
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-  });
-  const worker = new Worker(child);
-  workers.add(worker);
-  return worker;
-}
-
-afterEach(async () => {
-  for (const worker of workers) worker.child.kill('SIGKILL');
-  await Promise.all([...workers].map((w) => w.exited));
-  workers.clear();
-});
+const { start } = workerPool<Report>('transfer-worker.mjs');
 
 describeEachServer('multi-key transfers across processes', (server) => {
   let fixture: LockFixture;

@@ -5,22 +5,18 @@
  * "at most 3 inside" is counted, not timed; a killed holder's slot is taken "after about a lease"
  * versus "at once" or "never".
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { killOnExit } from '../../tools/exit-guard.mjs';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { LockFixture } from '../support/lock-fixture';
-import { describeEachServer, type TestServer } from '../support/servers';
+import { describeEachServer } from '../support/servers';
+import { type WorkerReport, workerPool } from './support/worker-process';
 
-interface Report {
-  type: string;
-  owner: string;
+interface Report extends WorkerReport {
   at: number;
   fencingToken?: number;
   inside?: number;
-  message?: string;
   reason?: string;
   pausedMs?: number;
   actedStale?: boolean;
@@ -28,77 +24,9 @@ interface Report {
   skewMs?: number;
   /** `Date.now()` minus the real time, in the worker: its clock's skew as applied. */
   wallMinusReal?: number;
-  /** This process's monotonic time on receipt. */
-  receivedAt: number;
 }
 
-/** One worker process and what it reported. */
-class Worker {
-  readonly reports: Report[] = [];
-  readonly exited: Promise<number | null>;
-  private readonly waiting = new Set<() => void>();
-
-  constructor(readonly child: ChildProcess) {
-    const unregister = killOnExit(() => child.kill('SIGKILL'));
-    child.on('message', (message) => {
-      this.reports.push({ ...(message as Report), receivedAt: performance.now() });
-      for (const wake of [...this.waiting]) wake();
-    });
-    this.exited = new Promise((resolve) =>
-      child.once('close', (code) => {
-        unregister();
-        for (const wake of [...this.waiting]) wake();
-        resolve(code);
-      }),
-    );
-  }
-
-  /** The first report of `type`, now or later; rejects on an `error` report or after `timeoutMs`. */
-  next(type: string, timeoutMs: number): Promise<Report> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => done(() => reject(new Error(`no '${type}' within ${timeoutMs} ms: ${JSON.stringify(this.reports)}`))),
-        timeoutMs,
-      );
-      const done = (outcome: () => void) => {
-        clearTimeout(timer);
-        this.waiting.delete(check);
-        outcome();
-      };
-      const check = () => {
-        const found = this.reports.find((r) => r.type === type);
-        const failed = this.reports.find((r) => r.type === 'error');
-        if (found) done(() => resolve(found));
-        else if (failed) done(() => reject(new Error(failed.message)));
-      };
-      this.waiting.add(check);
-      check();
-    });
-  }
-}
-
-const workers = new Set<Worker>();
-
-/** Shifts a worker's wall clock (`Date.now()`, `new Date()`) by `CLOCK_SKEW_MS`; monotonic clocks are untouched. */
-const SKEW_PRELOAD = path.resolve('test/support/clock-skew.cjs');
-
-function start(server: TestServer, table: string, config: Record<string, unknown>, skewMs = 0): Worker {
-  const script = path.join(path.dirname(expect.getState().testPath!), 'semaphore-worker.mjs');
-  const child = fork(script, [JSON.stringify({ ...config, endpoint: server.endpoint, table })], {
-    env: { ...process.env, CLOCK_SKEW_MS: String(skewMs), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    execArgv: ['--require', SKEW_PRELOAD],
-    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-  });
-  const worker = new Worker(child);
-  workers.add(worker);
-  return worker;
-}
-
-afterEach(async () => {
-  for (const worker of workers) worker.child.kill('SIGKILL');
-  await Promise.all([...workers].map((w) => w.exited));
-  workers.clear();
-});
+const { start } = workerPool<Report>('semaphore-worker.mjs');
 
 describeEachServer('semaphore across processes', (server) => {
   let fixture: LockFixture;

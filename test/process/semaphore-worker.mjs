@@ -24,23 +24,7 @@
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockManager } from '../../dist/index.js';
-
-const config = JSON.parse(process.argv[2] ?? '{}');
-const send = (type, fields = {}) =>
-  new Promise((resolve) => {
-    if (!process.connected) return resolve();
-    process.send({ type, owner: config.owner, at: performance.now(), ...fields }, () => resolve());
-  });
-const quiet = { log: () => undefined, warn: () => undefined, error: (m) => void send('log', { message: String(m) }) };
-const manager = new LockManager({
-  tableName: config.table,
-  ownerName: config.owner,
-  verifyTable: false,
-  maxPollInterval: 250,
-  logger: quiet,
-  clientConfig: { endpoint: config.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } },
-});
+import { config, manager, send } from './support/worker-setup.mjs';
 const options = { limit: config.limit, leaseDuration: config.leaseMs, wait: '120s' };
 
 async function loop() {

@@ -1,25 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FireRecord, LockRecord } from '../../lib/store/mutex/mutex.record';
 import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
 import type { AcquireWrite, Holding, ReleaseFire, SkipWrite, WriteResult } from '../../lib/store/mutex/mutex-store.protocol';
+import type { StoreUnderTest } from './lock-store.contract';
+import { type ContractTraits, okRecord, tok } from './support/contract-stores';
 
-/** A mutex store under test, and how to dispose of whatever it needed (a table, a client). */
-export interface FireStoreUnderTest {
-  store: MutexStorePort;
-  close(): Promise<void>;
-}
-
-/** What differs between stores without being a semantic difference. */
-export interface FireContractTraits {
-  /**
-   * Whether a failed conditional write reports the item that blocked it (`current`), as DynamoDB
-   * does with `ReturnValuesOnConditionCheckFailure: ALL_OLD`. dynalite ignores that parameter.
-   */
-  returnsCurrent: boolean;
-}
-
-const tok = () => randomBytes(16).toString('hex');
 const ownerOf = (token: string) => `owner-${token.slice(0, 6)}`;
 const LEASE = 10_000;
 const CLAIM = 2_000;
@@ -37,11 +22,6 @@ interface Taken {
   record: LockRecord;
 }
 
-function okRecord(result: WriteResult): LockRecord {
-  if (!result.ok) throw new Error(`expected the write to succeed; it failed against ${JSON.stringify(result.current)}`);
-  return result.record;
-}
-
 /**
  * The contract of scheduled-fire claims on a {@link MutexStorePort} (`AcquireWrite.fire`,
  * `SkipWrite.holder.fire`, `SkipWrite.fireLost`, the `fire` argument of `release`): the item keeps
@@ -50,9 +30,9 @@ function okRecord(result: WriteResult): LockRecord {
  * own condition; the claim outlives the release, which records how the run ended. Every store runs
  * it (`fire-claims.contract.spec.ts`), so they must agree.
  */
-export function fireClaimsContract(name: string, makeStore: () => Promise<FireStoreUnderTest>, traits: FireContractTraits): void {
+export function fireClaimsContract(name: string, makeStore: () => Promise<StoreUnderTest>, traits: ContractTraits): void {
   describe(`fire claims contract: ${name}`, () => {
-    let under: FireStoreUnderTest;
+    let under: StoreUnderTest;
     let store: MutexStorePort;
     let seq = 0;
     const newKey = (label: string) => `fire-contract/${label}/${++seq}-${tok().slice(0, 6)}`;

@@ -1,28 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
 import type { Holding, WriteResult } from '../../lib/store/mutex/mutex-store.protocol';
 import { isHeld, LEFT_MAX, leftRun, type LockRecord } from '../../lib/store/mutex/mutex.record';
+import type { StoreUnderTest } from './lock-store.contract';
+import { type ContractTraits, okRecord, tok } from './support/contract-stores';
 
-/** A store under test, and how to dispose of whatever it needed. */
-export interface LeaveStoreUnderTest {
-  store: MutexStorePort;
-  close(): Promise<void>;
-}
-
-/** Whether a failed write reports the item that blocked it (DynamoDB's ALL_OLD; dynalite does not). */
-export interface LeaveContractTraits {
-  returnsCurrent: boolean;
-}
-
-const tok = () => randomBytes(16).toString('hex');
 const LEASE = 10_000;
 const CLAIM = 2_000;
-
-function okRecord(result: WriteResult): LockRecord {
-  if (!result.ok) throw new Error(`expected the write to succeed; it failed against ${JSON.stringify(result.current)}`);
-  return result.record;
-}
 
 /**
  * The contract of leaving the line on a {@link MutexStorePort} (`leave`, `passLeft`, and what
@@ -32,9 +16,9 @@ function okRecord(result: WriteResult): LockRecord {
  * waiter (or a free acquisition) is served without a claim lease. Every store runs it
  * (`leave.contract.spec.ts`), so they must agree.
  */
-export function leaveContract(name: string, makeStore: () => Promise<LeaveStoreUnderTest>, traits: LeaveContractTraits): void {
+export function leaveContract(name: string, makeStore: () => Promise<StoreUnderTest>, traits: ContractTraits): void {
   describe(`leaving the line: ${name}`, () => {
-    let under: LeaveStoreUnderTest;
+    let under: StoreUnderTest;
     let store: MutexStorePort;
     let seq = 0;
     const newKey = (label: string) => `leave-contract/${label}/${++seq}-${tok().slice(0, 6)}`;

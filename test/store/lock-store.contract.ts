@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { MutexStorePort } from '../../lib/store/mutex/mutex-store.port';
 import type {
@@ -10,6 +9,7 @@ import type {
   WriteResult,
 } from '../../lib/store/mutex/mutex-store.protocol';
 import { isHeld, type LockRecord, ticketsWaiting } from '../../lib/store/mutex/mutex.record';
+import { type ContractTraits, okRecord, tok } from './support/contract-stores';
 
 /** A store under test, and how to dispose of whatever it needed (a table, a client). */
 export interface StoreUnderTest {
@@ -17,17 +17,6 @@ export interface StoreUnderTest {
   close(): Promise<void>;
 }
 
-/** What differs between stores without being a semantic difference. */
-export interface ContractTraits {
-  /**
-   * Whether a failed conditional write reports the record that blocked it (`current`), as
-   * DynamoDB does with `ReturnValuesOnConditionCheckFailure: ALL_OLD`. dynalite ignores that
-   * parameter; its failures carry `current: undefined`. Where it is given, it must be exact.
-   */
-  returnsCurrent: boolean;
-}
-
-const tok = () => randomBytes(16).toString('hex');
 const ownerOf = (token: string) => `owner-${token.slice(0, 6)}`;
 const LEASE = 10_000;
 /** The claim lease the helpers' waiters take tickets with. */
@@ -44,11 +33,6 @@ interface Waiter {
 
 /** The holding a waiter (or a holder that took its ticket with 'free') writes with. */
 const holdingOf = (w: { token: string; ticket: number }): Holding => ({ token: w.token, ticket: w.ticket });
-
-function okRecord(result: WriteResult): LockRecord {
-  if (!result.ok) throw new Error(`expected the write to succeed; it failed against ${JSON.stringify(result.current)}`);
-  return result.record;
-}
 
 /**
  * The shared contract of {@link MutexStorePort}: every method's conditions and effects, as the

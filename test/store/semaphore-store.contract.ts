@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { holderEntryOf, type SemaphoreRecord } from '../../lib/store/semaphore/semaphore.record';
 import type { SemaphoreGrant, SemaphoreStorePort, SemaphoreWriteResult } from '../../lib/store/semaphore/semaphore-store.port';
-import type { ContractTraits } from './lock-store.contract';
+import type { ContractTraits } from './support/contract-stores';
 
 /** A semaphore store under test, and how to dispose of whatever it needed. */
 export interface SemaphoreStoreUnderTest {
