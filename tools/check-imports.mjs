@@ -51,6 +51,8 @@ const SUBLAYERS = {
       [
         { name: 'core/mutex', files: ['core/mutex/**'] },
         { name: 'core/semaphore', files: ['core/semaphore/**'] },
+        // Read locks: readers on mutex items (writers are the mutex's callers).
+        { name: 'core/rw', files: ['core/rw/**'] },
       ],
       [
         { name: 'core/leadership', files: ['core/leadership/**'] },
@@ -70,7 +72,11 @@ const SUBLAYERS = {
         { name: 'store/semaphore', files: ['store/semaphore/**'] },
       ],
       // Fenced writes: the caller's writes conditioned on a mutex's lock item or token.
-      [{ name: 'store/fencing', files: ['store/fencing/**'] }],
+      [
+        { name: 'store/fencing', files: ['store/fencing/**'] },
+        // Readers' writes on mutex items.
+        { name: 'store/rw', files: ['store/rw/**'] },
+      ],
     ],
     free: [{ name: 'store/*.ts', files: ['store/*.ts'] }],
     siblings: 'shared protocol code goes to the top-level store/*.ts files',

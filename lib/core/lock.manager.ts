@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
-import { FIRE_TIME_NESTED, MANAGER_CLOSED } from '../errors/lock.messages';
+import { FIRE_TIME_NESTED, MANAGER_CLOSED, WRITE_INSIDE_READ } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { JobFire } from '../interfaces/job-fire.interface';
@@ -73,8 +73,11 @@ export class LockManager {
       held: (storedKey) => this.context.get(mutex.itemKeyOf(storedKey)),
       releaseQuietly: release,
       // Only keys no caller of this process uses, through any primitive (the ordered path says why).
+      // A set of read locks is taken key by key (the one-write path takes write locks).
       acquireAll: async (set, options) =>
-        set.some(({ storedKey }) => this.primitives.all.some((p) => p.uses(storedKey))) ? undefined : mutex.acquireAll(set, options),
+        options.mode === 'read' || set.some(({ storedKey }) => this.primitives.all.some((p) => p.uses(storedKey)))
+          ? undefined
+          : mutex.acquireAll(set, options),
     };
     exposeInternals(this, {
       stores,
@@ -160,6 +163,8 @@ export class LockManager {
       this.assertOnly(primitive, key, resolved.storedKey);
       const nested = this.context.get(resolved.itemKey);
       if (nested && options.fireTime !== undefined) throw new LockValidationError(FIRE_TIME_NESTED(scope, key));
+      // A read lock inside a write lock of the key is the write lock; a write inside a read would wait for itself.
+      if (nested && primitive === mutex && this.primitives.read.lease(nested)) throw new LockValidationError(WRITE_INSIDE_READ(scope, key));
       if (nested) return Promise.resolve(nestedLock(nested));
       return primitive.acquire(key, resolved, options);
     } catch (error) {
@@ -167,9 +172,13 @@ export class LockManager {
     }
   }
 
-  /** @throws LockValidationError when a caller of this process uses the key through another primitive. */
+  /**
+   * @throws LockValidationError when a caller of this process uses the key through another primitive
+   *   on another item (readers and writers of a key share its item: they wait for each other there).
+   */
   private assertOnly(primitive: LockPrimitive, key: string, storedKey: string): void {
-    const other = this.primitives.all.find((p) => p !== primitive && p.uses(storedKey));
+    const item = primitive.itemKeyOf(storedKey);
+    const other = this.primitives.all.find((p) => p !== primitive && p.itemKeyOf(storedKey) !== item && p.uses(storedKey));
     if (other) throw new LockValidationError(other.inUse(key));
   }
 

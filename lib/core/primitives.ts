@@ -4,10 +4,13 @@ import type { ReleaseFire } from '../store/mutex/mutex-store.protocol';
 import type { HeldLease } from './engine/lock-state';
 import type { LockPrimitive, PrimitiveContext } from './engine/primitive.interface';
 import { SemaphorePrimitive } from './semaphore/semaphore.primitive';
+import { ReadPrimitive } from './rw/read.primitive';
 
 /** The primitives of a manager: the mutex (the default, and leadership's), and every other kind. */
 export interface Primitives {
   readonly mutex: MutexPrimitive;
+  /** Read locks on mutex items (`mode: 'read'`). */
+  readonly read: ReadPrimitive;
   /** Every primitive, the mutex first (the order `inspect()` asks them in). */
   readonly all: readonly LockPrimitive[];
   /** The lease behind a lock, from the primitive that holds it. */
@@ -19,7 +22,9 @@ export interface Primitives {
 /** Creates the primitives of a manager. A new primitive is listed here. */
 export function createPrimitives(context: PrimitiveContext): Primitives {
   const mutex = new MutexPrimitive(context);
-  const all = [mutex, new SemaphorePrimitive(context)];
+  const read = new ReadPrimitive(context);
+  // Read before semaphore: a call with both `mode: 'read'` and `limit` is refused by the reader's checks.
+  const all = [mutex, read, new SemaphorePrimitive(context)];
   const leaseOf = (lock: Lock): HeldLease | undefined => {
     for (const primitive of all) {
       const lease = primitive.lease(lock);
@@ -29,6 +34,7 @@ export function createPrimitives(context: PrimitiveContext): Primitives {
   };
   return {
     mutex,
+    read,
     all,
     leaseOf,
     endRun: (lock, result) => {

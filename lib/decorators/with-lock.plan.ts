@@ -11,6 +11,7 @@ import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { WithLockOptions } from '../interfaces/with-lock-options.interface';
 import { resolveWait } from '../core/engine/lock-options.resolver';
 import { checkSemaphoreOptions } from '../core/semaphore/semaphore.options';
+import { checkReadOptions } from '../core/rw/read.options';
 import { unknownOptionMessage } from '../utils/closest-name';
 import { parseDuration, parseLease } from '../utils/duration';
 import type { FireSchedule, JobSchedule } from './job-schedule.reader';
@@ -73,6 +74,7 @@ const WITH_LOCK_OPTION_NAMES = Object.keys({
   data: true,
   limit: true,
   catchUp: true,
+  mode: true,
 } satisfies Record<keyof WithLockOptions, true>);
 
 /**
@@ -107,6 +109,7 @@ export function planOf(options: WithLockOptions, where: string, multi = false): 
   if (acquire.wait !== undefined) checked(() => resolveWait(acquire.wait!));
   const leaseMs = acquire.leaseDuration === undefined ? undefined : checked(() => parseLease(acquire.leaseDuration));
   if (acquire.limit !== undefined) checkSemaphoreOptions({ limit: acquire.limit, data }, `@WithLock on ${where}`);
+  checkReadOptions({ mode: acquire.mode, limit: acquire.limit, data }, `@WithLock on ${where}`);
   const skip = onBusy === 'skip';
   const holdAtLeastSet = holdAtLeast !== undefined;
   return {
@@ -141,7 +144,13 @@ function holdAtLeastMs(holdAtLeast: WithLockOptions['holdAtLeast'], skip: boolea
  */
 export function fitToSchedule(plan: WithLockPlan, schedule: JobSchedule | undefined): void {
   const singleAttempt = plan.acquire.wait !== undefined && resolveWait(plan.acquire.wait) === 0;
-  const claims = plan.skip && singleAttempt && schedule?.kind === 'cron' && plan.acquire.limit === undefined && !plan.multi;
+  const claims =
+    plan.skip &&
+    singleAttempt &&
+    schedule?.kind === 'cron' &&
+    plan.acquire.limit === undefined &&
+    plan.acquire.mode !== 'read' &&
+    !plan.multi;
   if (plan.catchUp !== 'none' && !claims) throw new LockConfigurationError(CATCH_UP_NEEDS_CRON(plan.where));
   if (!plan.skip || schedule === undefined || !(schedule.periodMs > 0)) return;
   const { periodMs } = schedule;

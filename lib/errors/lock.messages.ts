@@ -13,6 +13,7 @@ export * from './messages/leadership.messages';
 export * from './messages/observability.messages';
 export * from './messages/multi.messages';
 export * from './messages/options.messages';
+export * from './messages/read.messages';
 export * from './messages/semaphore.messages';
 export * from './messages/table.messages';
 export * from './messages/template.messages';

@@ -1,5 +1,8 @@
 import type { Duration } from '../utils/duration';
 
+/** How a lock holds its key: `'write'` alone (the default), or `'read'` shared with other readers. */
+export type LockMode = 'read' | 'write';
+
 /** Options of `acquire()`, `tryAcquire()` and `withLock()`. */
 export interface AcquireOptions {
   /**
@@ -34,4 +37,12 @@ export interface AcquireOptions {
    * (`tryAcquire()`, `wait: false`); not with `limit`.
    */
   fireTime?: Date | number;
+  /**
+   * `'read'` shares the key with other readers (a reader-writer lock); `'write'`, the default,
+   * holds it alone, as every caller without `mode` does. A writer waiting for the key stops new
+   * readers from entering (writers are not starved); writers are served in the order they queued.
+   * At most 64 readers hold a key at once. A read lock has no `data`, `limit` or `fireTime`, and
+   * fences no write (its fencing token orders it among writers: every later writer's is larger).
+   */
+  mode?: LockMode;
 }

@@ -26,8 +26,13 @@ export interface LockInfo {
   data?: unknown;
   /** For a semaphore (`acquire(key, { limit })`): its limit. The fields above then describe its newest holder. */
   limit?: number;
-  /** For a semaphore: every holder, oldest grant first. */
+  /** For a semaphore: every holder, oldest grant first. For a key read-locked (`mode: 'read'`): every reader. */
   holders?: LockInfo[];
+  /**
+   * `'read'` when readers hold the key (`acquire(key, { mode: 'read' })`): `holders` lists them,
+   * and `owner` is `readers`. Absent for a writer (or a mutex) and for a semaphore.
+   */
+  mode?: 'read';
   /** For a semaphore: callers of any instance waiting in line (some may have died since). */
   waiting?: number;
   /** For a scheduled job's key: the last fire claimed (the one running now, when its run holds the lock). */

@@ -5,6 +5,7 @@ import { checkLockTable, tableHealth } from './dynamo/lock-table';
 import type { LockStores } from './lock-stores';
 import { DynamoMutexStore } from './mutex/mutex.dynamo-store';
 import { DynamoSemaphoreStore } from './semaphore/semaphore.dynamo-store';
+import { DynamoReadStore } from './rw/read.dynamo-store';
 import type { TableHealth } from './store.protocol';
 
 /** The lock table on DynamoDB: every primitive's items in one table, on one client; fenced writes on the same client. */
@@ -12,6 +13,7 @@ export class DynamoLockStores implements LockStores {
   readonly kind = 'dynamodb';
   readonly mutex: DynamoMutexStore;
   readonly semaphore: DynamoSemaphoreStore;
+  readonly read: DynamoReadStore;
   readonly fencing: DynamoFencingStore;
 
   constructor(
@@ -20,6 +22,7 @@ export class DynamoLockStores implements LockStores {
   ) {
     this.mutex = new DynamoMutexStore(client, options);
     this.semaphore = new DynamoSemaphoreStore(client, options);
+    this.read = new DynamoReadStore(client, options, this.mutex);
     this.fencing = new DynamoFencingStore(client, options);
   }
 

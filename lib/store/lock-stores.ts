@@ -2,6 +2,7 @@ import type { LockItemStore } from '../interfaces/lock-item-store.interface';
 import type { FencingStorePort } from './fencing/fencing-store.port';
 import type { MutexStorePort } from './mutex/mutex-store.port';
 import type { SemaphoreStorePort } from './semaphore/semaphore-store.port';
+import type { ReadStorePort } from './rw/read-store.port';
 import type { StoreHealth } from './store.protocol';
 
 /**
@@ -14,6 +15,8 @@ export interface LockStores extends LockItemStore {
   readonly mutex: MutexStorePort;
   /** Semaphore items (`acquire(key, { limit })`). Optional: a place without it serves mutexes only. */
   readonly semaphore?: SemaphoreStorePort;
+  /** Readers on mutex items (`acquire(key, { mode: 'read' })`). Optional: a place without it has no read locks. */
+  readonly read?: ReadStorePort;
   /** Fenced writes under the mutex's locks (`lock.transact()`, `lock.fencedWrite()`). Optional: a place without it has none. */
   readonly fencing?: FencingStorePort;
   /** Checks (or creates) whatever the place needs before use, e.g. the DynamoDB table. */

@@ -3,6 +3,7 @@ import { MemoryFencingStore, type MemoryLockStoreOptions } from './fencing/fenci
 import { registerStores } from './lock-stores';
 import { MemoryMutexStore } from './mutex/mutex.memory-store';
 import { MemorySemaphoreStore } from './semaphore/semaphore.memory-store';
+import { MemoryReadStore } from './rw/read.memory-store';
 
 /** Answers after a microtask, as a real store would. */
 const tick = () => Promise.resolve();
@@ -53,6 +54,7 @@ export class MemoryLockStore implements LockItemStore {
       kind: this.kind,
       mutex: this.mutex,
       semaphore: this.semaphore,
+      read: new MemoryReadStore(this.mutex),
       fencing: this.fencing,
       prepare: async () => {
         await tick();

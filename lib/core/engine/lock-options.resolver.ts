@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import { LockConfigurationError, LockValidationError } from '../../errors/lock.errors';
 import {
+  LOCK_MODE_INVALID,
   CALL_OPTION_INVALID,
   FIRE_TIME_INVALID,
   FIRE_TIME_NEEDS_SINGLE_ATTEMPT,
@@ -68,6 +69,7 @@ const ACQUIRE_OPTION_NAMES = Object.keys({
   heartbeat: true,
   limit: true,
   fireTime: true,
+  mode: true,
 } satisfies Record<keyof AcquireOptions, true>);
 
 /**
@@ -82,7 +84,8 @@ export function checkAcquireOptions(options: unknown, scope: string, withWait = 
   const known = withWait ? ACQUIRE_OPTION_NAMES : ACQUIRE_OPTION_NAMES.filter((name) => name !== 'wait');
   const unknown = unknownOptionMessage(options, known, scope);
   if (unknown) throw new LockValidationError(unknown);
-  const { heartbeat, fireTime, wait, limit } = options as AcquireOptions;
+  const { heartbeat, fireTime, wait, limit, mode } = options as AcquireOptions;
+  if (mode !== undefined && mode !== 'read' && mode !== 'write') throw new LockValidationError(LOCK_MODE_INVALID(scope, mode));
   if (heartbeat !== undefined && typeof heartbeat !== 'boolean')
     throw new LockValidationError(CALL_OPTION_INVALID(scope, 'heartbeat', 'true or false', heartbeat));
   if (fireTime !== undefined) {

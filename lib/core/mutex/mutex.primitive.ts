@@ -3,12 +3,12 @@ import { KEY_IS_MUTEX, LEASE_ID_INVALID, NOT_HELD_FOR_EXTEND, RELEASED_AT_SHUTDO
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
 import type { JobFire } from '../../interfaces/job-fire.interface';
 import type { LockInfo } from '../../interfaces/lock-info.interface';
-import { type FireRecord, isHeld, type LockRecord } from '../../store/mutex/mutex.record';
+import { isHeld } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
-import { CLAIM_LEASE_MS } from '../../store/mutex/mutex-store.protocol';
 import { type Duration, parseLease } from '../../utils/duration';
 import { toStoredKey } from '../../utils/lock-key.validation';
 import { FencedWriter } from '../engine/fenced-writer';
+import { jobFireOf, lockInfoOf } from '../engine/lock-info.mapper';
 import { KeyHistory } from '../engine/key-history';
 import { LeaseKeeper } from '../engine/lease.keeper';
 import type { Lock, LockHost } from '../engine/lock';
@@ -203,12 +203,13 @@ export class MutexPrimitive implements LockPrimitive {
   async inspect(_key: string, storedKey: string): Promise<LockInfo | null | undefined> {
     const record = await this.store.read(storedKey);
     if (record === undefined) return undefined;
-    return isHeld(record) ? this.toInfo(record) : null;
+    return isHeld(record) ? lockInfoOf(record, this.context.options.keyPrefix) : null;
   }
 
   async list(prefix: string): Promise<LockInfo[]> {
     const found: LockInfo[] = [];
-    for await (const record of this.store.scanHeld(this.context.options.keyPrefix + prefix)) found.push(this.toInfo(record));
+    for await (const record of this.store.scanHeld(this.context.options.keyPrefix + prefix))
+      found.push(lockInfoOf(record, this.context.options.keyPrefix));
     return found;
   }
 
@@ -234,29 +235,4 @@ export class MutexPrimitive implements LockPrimitive {
   stop(): void {
     this.keeper.close();
   }
-
-  private toInfo(record: LockRecord): LockInfo {
-    return {
-      key: record.key.slice(this.context.options.keyPrefix.length),
-      // A waiter promoted by a release holds before it writes its name and lease (at its first heartbeat).
-      owner: record.owner ?? '',
-      fencingToken: record.fencingToken ?? 0,
-      acquiredAt: new Date(record.acquiredAt ?? record.updatedAt ?? 0),
-      updatedAt: new Date(record.updatedAt ?? record.acquiredAt ?? 0),
-      leaseDuration: record.leaseMs ?? record.claimMs ?? CLAIM_LEASE_MS,
-      data: record.data === undefined ? undefined : JSON.parse(record.data),
-      ...(record.fire && { lastFire: jobFireOf(record.fire) }),
-    };
-  }
-}
-
-/** A fire as the item keeps it, for `lastFire()` and `inspect()`. */
-function jobFireOf(fire: FireRecord): JobFire {
-  return {
-    scheduledAt: new Date(fire.at),
-    owner: fire.owner ?? '',
-    startedAt: new Date(fire.startedAt ?? fire.at),
-    ...(fire.endedAt !== undefined && { endedAt: new Date(fire.endedAt) }),
-    outcome: fire.outcome ?? 'running',
-  };
 }

@@ -28,6 +28,7 @@ import {
   LOCK_SHAPE,
   LOCK_SHAPE_ATTRIBUTES,
   noHold,
+  onlyLockItem,
 } from './mutex.expressions';
 import { sendAcquireAll } from './mutex.acquire-all';
 import { readItem, scanItems, type UpdateParts, updateItem } from '../dynamo/item-requests';
@@ -75,7 +76,7 @@ export class DynamoMutexStore implements MutexStorePort {
     // claims a fire: then the retry fails on its own claim, and the caller finds its token.
     const condition =
       write.condition.kind === 'free'
-        ? `${FREE}${claim}${this.onlyLockItem()}`
+        ? `${FREE}${claim}${onlyLockItem(this.keys)}`
         : `(${holdingCondition(write.condition.from, values, ':from')} OR #token = :token)${claim}`;
     return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
   }
@@ -83,7 +84,7 @@ export class DynamoMutexStore implements MutexStorePort {
   /** Takes several free keys in one `TransactWriteItems`, all or none; `unsupported` without transactions (remembered). */
   async acquireAll(write: AcquireAllWrite): Promise<AcquireAllResult> {
     if (!this.transactions) return { kind: 'unsupported' };
-    const result = await sendAcquireAll(this.client, this.options, write, this.onlyLockItem());
+    const result = await sendAcquireAll(this.client, this.options, write, onlyLockItem(this.keys));
     if (result.kind === 'unsupported') this.transactions = false;
     return result;
   }
@@ -111,7 +112,7 @@ export class DynamoMutexStore implements MutexStorePort {
           '#updatedAt = if_not_exists(#updatedAt, :now)',
         ],
         add: ['#claims :claim'],
-        condition: `(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))${this.onlyLockItem()}`,
+        condition: `(attribute_not_exists(#tailToken) OR #tailToken <> :token) AND (attribute_exists(#head) OR attribute_not_exists(#token))${onlyLockItem(this.keys)}`,
         values: {
           ':token': { S: write.token },
           ':base': { N: String(now * 1000) },
@@ -143,7 +144,8 @@ export class DynamoMutexStore implements MutexStorePort {
       ':one': { N: '1' },
     };
     const set = ['#head = :target', '#fence = #fence + :one', '#rvn = :rvn', '#updatedAt = :now'];
-    const remove = ['#live'];
+    // A read group passed goes with its readers.
+    const remove = ['#live', '#readers'];
     // Tickets passed that had left: out of the set with them (it holds only tickets still in line).
     const del: string[] = [];
     if (write.leftPassed?.length) {
@@ -378,18 +380,10 @@ export class DynamoMutexStore implements MutexStorePort {
   }
 
   /**
-   * The clause that keeps a write able to create an item off the app's items in a shared table:
-   * it writes a new item, or a lock item (`''` in the library's own table).
-   */
-  private onlyLockItem(): string {
-    return isSharedTable(this.keys) ? ` AND (attribute_not_exists(#key) OR (${LOCK_SHAPE}))` : '';
-  }
-
-  /**
    * The record of an item read at `key`.
    * @throws LockConfigurationError when it is one of the app's items (a shared table, and the same key).
    */
-  private recordOf(key: string, item: Record<string, AttributeValue>): LockRecord {
+  recordOf(key: string, item: Record<string, AttributeValue>): LockRecord {
     if (isForeignItem(item, this.keys, LOCK_SHAPE_ATTRIBUTES)) {
       throw new LockConfigurationError(FOREIGN_ITEM_AT_KEY(this.options.tableName, key, this.keys));
     }

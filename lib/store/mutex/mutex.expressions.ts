@@ -1,5 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { AcquireWrite, Holding } from './mutex-store.protocol';
+import type { LockTableKeys } from '../../interfaces/lock-table-keys.interface';
+import { isSharedTable } from '../dynamo/table-schema';
 import { ATTR } from './mutex.record';
 
 /**
@@ -42,7 +44,7 @@ export function acquireParts(write: AcquireWrite, now: number, rvn: string): Acq
   // A free lock has an empty line: the claim leases of its tickets start anew.
   const remove = ['#live', '#released'];
   const free = write.condition.kind === 'free';
-  if (free) remove.push('#claims', '#left');
+  if (free) remove.push('#claims', '#left', '#readers');
   if (write.data === undefined) remove.push('#data');
   else {
     set.push('#data = :data');
@@ -133,3 +135,11 @@ export function claimFire(
 /** What every mutex item has from its first write (a free acquire, or a ticket): told apart from the app's items in a shared table. */
 export const LOCK_SHAPE_ATTRIBUTES = [ATTR.rvn, ATTR.fence, ATTR.tail] as const;
 export const LOCK_SHAPE = 'attribute_exists(#rvn) AND attribute_exists(#fence) AND attribute_exists(#tail)';
+
+/**
+ * The clause that keeps a write able to create an item off the app's items in a shared table:
+ * it writes a new item, or a lock item (`''` in the library's own table).
+ */
+export function onlyLockItem(keys: LockTableKeys): string {
+  return isSharedTable(keys) ? ` AND (attribute_not_exists(#key) OR (${LOCK_SHAPE}))` : '';
+}

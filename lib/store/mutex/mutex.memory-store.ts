@@ -1,5 +1,5 @@
 import { randomToken } from '../../utils/random-token';
-import { ATTR, isHeld, LEFT_MAX, type LeftRun, type LockRecord, leftRun } from './mutex.record';
+import { isHeld, LEFT_MAX, type LeftRun, type LockRecord, leftRun } from './mutex.record';
 import type { ReadConsistency } from '../store.protocol';
 import type { MutexStorePort } from './mutex-store.port';
 import type {
@@ -13,54 +13,7 @@ import type {
   TicketWrite,
   WriteResult,
 } from './mutex-store.protocol';
-import type { JobFireOutcome } from '../../interfaces/job-fire.interface';
-
-/** One lock item with the DynamoDB store's attributes; an absent attribute is `undefined`. */
-interface StoredItem {
-  key: string;
-  owner?: string;
-  token?: string;
-  rvn?: string;
-  leaseMs?: number;
-  fence?: number;
-  acquiredAt?: number;
-  updatedAt?: number;
-  data?: string;
-  releasedToken?: string;
-  lastHoldMs?: number;
-  /** Epoch seconds, as the DynamoDB store writes it with the default `ttlDays` (2); counts toward the size. */
-  ttl?: number;
-  head?: number;
-  tail?: number;
-  tailToken?: string;
-  live?: number;
-  /** The `claims` number set; DynamoDB has no empty sets, so never empty here either. */
-  claims?: number[];
-  /** The `left` number set: never empty either. */
-  left?: number[];
-  fire?: number;
-  fireOwner?: string;
-  fireStart?: number;
-  fireEnd?: number;
-  fireOutcome?: JobFireOutcome;
-}
-
-/** Compile-time check: every stored field is named as the DynamoDB store names the attribute. */
-type NotAnAttribute = Exclude<keyof StoredItem, (typeof ATTR)[keyof typeof ATTR]>;
-const FIELDS_ARE_ATTRIBUTES: [NotAnAttribute] extends [never] ? true : never = true;
-void FIELDS_ARE_ATTRIBUTES;
-
-/** Days the DynamoDB store keeps an item after its last write by default (`ttlDays`). */
-const DEFAULT_TTL_DAYS = 2;
-
-/**
- * Thrown for a request DynamoDB would reject as invalid (arithmetic on a missing counter), shaped like the SDK's `ValidationException`: a client error, HTTP 400, never retried.
- */
-class MemoryStoreValidationError extends Error {
-  override readonly name = 'ValidationException';
-  readonly $fault = 'client';
-  readonly $metadata = { httpStatusCode: 400 };
-}
+import { fenceOf, MemoryStoreValidationError, type StoredItem, tick, toRecord, ttlOf, without } from './mutex.memory-item';
 
 /**
  * A {@link MutexStorePort} in process memory, for tests: the same records and the same
@@ -172,6 +125,8 @@ export class MemoryMutexStore implements MutexStorePort {
         updatedAt: now,
         live: undefined,
         left: without(item.left, w.leftPassed),
+        // A read group passed goes with its readers.
+        readers: undefined,
       };
       if (w.fireLost && w.holder?.fire === undefined) Object.assign(passed, { fireOutcome: 'lost', fireEnd: now });
       if (!w.holder) return { ...passed, token: undefined, owner: undefined, data: undefined, leaseMs: undefined, acquiredAt: undefined };
@@ -297,6 +252,15 @@ export class MemoryMutexStore implements MutexStorePort {
   }
 
   /**
+   * One conditional write on an item, for the stores of other primitives that write mutex items
+   * (readers): as {@link update}, after a microtask.
+   */
+  async apply(key: string, change: (item: StoredItem) => StoredItem | undefined): Promise<WriteResult> {
+    await tick();
+    return this.update(key, change);
+  }
+
+  /**
    * One conditional write: `change` gets a copy of the item (an empty one when it is missing) and
    * returns the new item, or `undefined` when the condition fails; then nothing changes, and the
    * answer carries the item as it was (none when it did not exist).
@@ -323,12 +287,16 @@ function takeFree(item: StoredItem, holder: StoredItem, token: string, now: numb
   if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
   const base = now * 1000;
   const tail = item.tail ?? base;
-  return { ...holder, fence: item.fence ?? base, head: tail, tail: tail + 1, tailToken: token, claims: undefined, left: undefined };
-}
-
-/** Lets the caller's code run on before the "server" answers. Not a timer, so fake timers do not stall it. */
-function tick(): Promise<void> {
-  return Promise.resolve();
+  return {
+    ...holder,
+    fence: item.fence ?? base,
+    head: tail,
+    tail: tail + 1,
+    tailToken: token,
+    claims: undefined,
+    left: undefined,
+    readers: undefined,
+  };
 }
 
 /** The DynamoDB store's holding condition: the token is in the item, or none is and `head` serves the ticket. */
@@ -338,52 +306,6 @@ function holds(item: StoredItem, holding: Holding): boolean {
   return (
     holding.ticket !== undefined && item.token === undefined && item.head === holding.ticket && !(item.left ?? []).includes(holding.ticket)
   );
-}
-
-/** A number set without `values`; DynamoDB drops a set left empty. */
-function without(set: number[] | undefined, values: number[] | undefined): number[] | undefined {
-  const rest = (set ?? []).filter((value) => !values?.includes(value));
-  return rest.length ? rest : undefined;
-}
-
-/** `#fence + :one` on a missing counter: DynamoDB rejects the request (no held item lacks one). */
-function fenceOf(item: StoredItem): number {
-  if (item.fence === undefined) {
-    throw new MemoryStoreValidationError('The provided expression refers to an attribute that does not exist in the item');
-  }
-  return item.fence;
-}
-
-/** The TTL attribute the DynamoDB store writes with the default `ttlDays`: epoch seconds. */
-function ttlOf(now: number, leaseMs: number): number {
-  return Math.ceil((now + Math.max(DEFAULT_TTL_DAYS * 86_400_000, 2 * leaseMs)) / 1000);
-}
-
-/** The item as `toLockRecord` presents a DynamoDB item: an empty data string reads as none. */
-function toRecord(item: StoredItem): LockRecord {
-  return {
-    key: item.key,
-    owner: item.owner,
-    token: item.token,
-    rvn: item.rvn,
-    leaseMs: item.leaseMs,
-    fencingToken: item.fence,
-    acquiredAt: item.acquiredAt,
-    updatedAt: item.updatedAt,
-    data: item.data || undefined,
-    released: item.releasedToken,
-    lastHoldMs: item.lastHoldMs,
-    head: item.head,
-    tail: item.tail,
-    tailToken: item.tailToken,
-    live: item.live,
-    claimMs: item.claims?.length ? Math.max(...item.claims) : undefined,
-    left: item.left?.length ? [...item.left].sort((a, b) => a - b) : undefined,
-    fire:
-      item.fire === undefined
-        ? undefined
-        : { at: item.fire, owner: item.fireOwner, startedAt: item.fireStart, endedAt: item.fireEnd, outcome: item.fireOutcome },
-  };
 }
 
 /** Whether a write may claim `fire`: none asked, or no fire at or after it claimed (as `claimFire` conditions it). */

@@ -73,6 +73,11 @@ export const ATTR = {
   fireEnd: 'fireEnd',
   /** How the last fire's run ended: `running`, `done`, `failed` or `lost`. */
   fireOutcome: 'fireOutcome',
+  /**
+   * Map of the readers holding the key together (`mode: 'read'`), while the item's token is the
+   * read group's marker: entry id → entry (see `store/rw/read.record.ts`). At most 64 entries.
+   */
+  readers: 'readers',
 } as const;
 
 /** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key` (the table's partition key replaces it), ... */
@@ -107,6 +112,8 @@ export interface LockRecord {
   fire?: FireRecord;
   /** Tickets whose waiters left the line, ascending (see `ATTR.left`). */
   left?: number[];
+  /** The readers' entries as stored (entry id → entry), while a read group holds (see `ATTR.readers`). */
+  readers?: Record<string, string>;
 }
 
 /**
@@ -200,7 +207,13 @@ export function toLockRecord(item: Record<string, AttributeValue>, keys: LockTab
     claimMs: largest(item[ATTR.claims]?.NS),
     fire: fireOf(item),
     left: item[ATTR.left]?.NS?.map(Number).sort((a, b) => a - b),
+    readers: entriesOf(item[ATTR.readers]?.M),
   };
+}
+
+function entriesOf(map: Record<string, AttributeValue> | undefined): Record<string, string> | undefined {
+  if (map === undefined) return undefined;
+  return Object.fromEntries(Object.entries(map).map(([id, entry]) => [id, entry.S ?? '']));
 }
 
 function fireOf(item: Record<string, AttributeValue>): FireRecord | undefined {

@@ -1,0 +1,328 @@
+import { LockBusyError, type LockUnavailableError } from '../../errors/lock.errors';
+import { READ_BUSY, type ReadBusyReason } from '../../errors/lock.messages';
+import type { AcquiredVia, LockEvent } from '../../interfaces/lock-event.interface';
+import type { LockLogger } from '../../interfaces/lock-logger.interface';
+import type { LockTrace } from '../../observability/lock.telemetry';
+import { isHeld, type LockRecord, leftRun, ticketsWaiting } from '../../store/mutex/mutex.record';
+import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
+import type { WriteResult } from '../../store/mutex/mutex-store.protocol';
+import { isReadGroup, MAX_READERS, newEntry, type ReaderEntry, readerIdOf, readerOf, readersOf } from '../../store/rw/read.record';
+import type { ReadStorePort } from '../../store/rw/read-store.port';
+import { jitter, monotonicNow, sleep } from '../../utils/clock';
+import { holderOf, type KeyHistory, versionOf } from '../engine/key-history';
+import type { Waiter } from '../engine/lock-state';
+import { RetryBackoff } from '../waiting/retry.backoff';
+import { reportRetry, takeTransient, unavailableError } from '../waiting/transient.retry';
+
+/** Shortest pause between reads of a waiting reader. */
+const POLL_MIN_MS = 5;
+/** Growth of the pause while nothing moves. */
+const POLL_GROWTH = 1.5;
+
+/** What a read acquisition needs from its primitive. */
+export interface ReadAcquisitionHost {
+  readonly store: ReadStorePort;
+  /** The mutex item's reads, and the writes that pass a silent head (the mutex's own). */
+  readonly mutex: Pick<MutexStorePort, 'read' | 'skip' | 'passLeft'>;
+  readonly history: KeyHistory;
+  readonly options: {
+    readonly logger: LockLogger;
+    readonly maxPollMs: number;
+    readonly requestTimeoutMs: number;
+    readonly leaseMs: number;
+  };
+  emit(event: LockEvent, trace?: LockTrace): void;
+  noteWaiting(waiter: Waiter): void;
+}
+
+/** A read lock granted: the item as the grant wrote it, the reader's entry, and from when its lease counts. */
+export interface ReadGranted {
+  record: LockRecord;
+  entry: ReaderEntry;
+  sentAt: number;
+  via: AcquiredVia;
+}
+
+/**
+ * Takes a read lock for one caller, on the key's mutex item.
+ *
+ * - Free key: one write starts a read group (the reader takes the line's next ticket, served at once).
+ * - A read group holds and nobody waits in line: one write joins it.
+ * - A writer holds or waits (a ticket in line): the reader does not take a ticket; it reads the item
+ *   when a release is due and enters once the line is empty again, so writers go first.
+ * - A reader of the group whose entry stayed unchanged for its lease is passed (its process is
+ *   gone); so is a silent head of the line when nobody else waits (after its lease), or the whole
+ *   line when nothing moved in it for two leases (every waiter in it gone). No wall clocks compared.
+ */
+export class ReadAcquisition {
+  private current: LockRecord | undefined;
+  /** The item was answered by this acquisition (not only remembered). */
+  private fresh = false;
+  /** Monotonic send time of the earliest write whose outcome is unknown: a lease found later counts from it. */
+  private uncertainSince: number | undefined;
+  private readonly id: string;
+  private readonly backoff = new RetryBackoff();
+  private streak = 0;
+  private lastState = '';
+  private readonly single: boolean;
+  private passed = false;
+  /** A write was tried before reading (once per acquisition: a refusal without the item means a read next). */
+  private blindTried = false;
+  private busyReason: ReadBusyReason = 'writer';
+
+  constructor(
+    private readonly host: ReadAcquisitionHost,
+    private readonly waiter: Waiter,
+    remembered: LockRecord | undefined,
+  ) {
+    this.single = waiter.deadline <= waiter.startedAt;
+    this.id = readerIdOf(waiter.token);
+    this.current = remembered;
+  }
+
+  /** Runs until the read lock is held, the wait ends (busy or unavailable) or the caller gives up. */
+  async run(): Promise<ReadGranted> {
+    try {
+      return await this.loop();
+    } catch (error) {
+      await this.cleanUp();
+      throw error;
+    }
+  }
+
+  private async loop(): Promise<ReadGranted> {
+    for (;;) {
+      this.waiter.cancel.signal.throwIfAborted();
+      try {
+        const granted = await this.step();
+        if (granted) return granted;
+        this.backoff.reset();
+      } catch (error) {
+        takeTransient(this.waiter, error);
+        this.fresh = false;
+        if (this.single || monotonicNow() + this.backoff.base >= this.waiter.deadline) throw this.deadlineError();
+        const delayMs = this.backoff.next();
+        reportRetry(this.host, this.waiter, error, delayMs);
+        await sleep(delayMs, this.waiter.cancel.signal);
+      }
+    }
+  }
+
+  /** One step: a write, a read, or a pause and a read. Returns the grant when this reader holds. */
+  private async step(): Promise<ReadGranted | undefined> {
+    const record = this.current;
+    const mine = readerOf(record, this.id);
+    if (mine && record) return this.confirm(record, mine);
+    if (!this.fresh) {
+      // Unknown, or remembered from an earlier call: one write on the chance that it is free, else a read.
+      if (!this.blindTried && (!record || startable(record) || joinable(record))) {
+        this.blindTried = true;
+        return this.write(record, !record || startable(record) ? 'start' : 'join');
+      }
+      return void (await this.read());
+    }
+    if (!record || startable(record)) return this.write(record, 'start');
+    if (joinable(record)) return this.write(record, 'join');
+    const now = monotonicNow();
+    const run = leftRun(record);
+    if (run) return void this.after(await this.host.mutex.passLeft(this.waiter.storedKey, run));
+    const dead = this.deadReader(record, now);
+    if (dead) return void (await this.pass(dead));
+    if (!isReadGroup(record) && this.silentLine(record, now)) return void (await this.skip(record));
+    this.noteBusy(record);
+    if (this.single) throw this.busyError();
+    if (now >= this.waiter.deadline) throw this.deadlineError();
+    this.host.noteWaiting(this.waiter);
+    await sleep(Math.min(this.pollDelay(record), this.waiter.deadline - now), this.waiter.cancel.signal);
+    await this.read();
+    return undefined;
+  }
+
+  /** Starts a group on a free item, or joins the one holding it while nobody waits. */
+  private async write(record: LockRecord | undefined, kind: 'start' | 'join'): Promise<ReadGranted | undefined> {
+    const { waiter, host } = this;
+    const entry = newEntry(waiter.token, waiter.leaseMs, waiter.owner);
+    const sentAt = monotonicNow();
+    let result: WriteResult;
+    try {
+      result =
+        kind === 'start'
+          ? await host.store.start({ key: waiter.storedKey, entry })
+          : await host.store.join({ key: waiter.storedKey, entry, ...lineOf(record!) });
+    } catch (error) {
+      // Perhaps applied: a later answer showing this reader's entry counts its lease from the first such send.
+      this.uncertainSince ??= sentAt;
+      throw error;
+    }
+    if (!this.after(result)) return undefined;
+    const own = readerOf(this.current, this.id);
+    if (!own || !this.current) return undefined;
+    return this.granted(this.current, own, this.uncertainSince ?? sentAt);
+  }
+
+  /**
+   * An answer shows this reader's entry, written by a write whose answer was lost: its lease counts
+   * from that write's send. Half of it gone already, one heartbeat renews it first (or shows it passed).
+   */
+  private async confirm(record: LockRecord, entry: ReaderEntry): Promise<ReadGranted | undefined> {
+    const from = this.uncertainSince ?? monotonicNow();
+    if (from + this.waiter.leaseMs / 2 > monotonicNow()) return this.granted(record, entry, from);
+    const { waiter } = this;
+    const sentAt = monotonicNow();
+    const result = await this.host.store.heartbeat({ key: waiter.storedKey, entry: newEntry(waiter.token, waiter.leaseMs, waiter.owner) });
+    if (!this.after(result)) return undefined;
+    const own = readerOf(this.current, this.id);
+    return own && this.current ? this.granted(this.current, own, sentAt) : undefined;
+  }
+
+  private granted(record: LockRecord, entry: ReaderEntry, sentAt: number): ReadGranted {
+    const via: AcquiredVia = this.passed ? 'takeover' : 'free';
+    return { record, entry, sentAt, via };
+  }
+
+  private async read(): Promise<void> {
+    const record = await this.host.mutex.read(this.waiter.storedKey);
+    this.see(record);
+  }
+
+  /** Takes in an answer: the item now. */
+  private see(record: LockRecord | undefined): void {
+    this.current = record;
+    this.fresh = true;
+    const state = record ? `${record.rvn}/${record.head}/${record.tail}/${Object.keys(record.readers ?? {}).length}` : '';
+    this.streak = state === this.lastState ? this.streak + 1 : 0;
+    this.lastState = state;
+  }
+
+  /** Takes in a write's answer; `true` when it succeeded. A refusal without the item (dynalite) means a read next. */
+  private after(result: WriteResult): boolean {
+    if (result.ok) this.see(result.record);
+    else if (result.current) this.see(result.current);
+    else {
+      this.current = undefined;
+      this.fresh = false;
+    }
+    return result.ok;
+  }
+
+  /** A reader of the group, not this one, whose entry this process has seen unchanged for its whole lease. */
+  private deadReader(record: LockRecord, now: number): ReaderEntry | undefined {
+    let dead: ReaderEntry | undefined;
+    for (const entry of readersOf(record)) {
+      if (entry.id === this.id) continue;
+      const seen = this.host.history.observe(
+        `${this.waiter.storedKey}\u0000r\u0000${entry.id}`,
+        { version: entry.version, rvn: entry.version, leaseMs: entry.leaseMs, holder: entry.id },
+        now,
+      );
+      if (!dead && now - seen.at >= entry.leaseMs) dead = entry;
+    }
+    return dead;
+  }
+
+  private async pass(dead: ReaderEntry): Promise<void> {
+    const result = await this.host.store.pass(this.waiter.storedKey, dead);
+    if (result.ok) this.passed = true;
+    this.after(result);
+  }
+
+  /**
+   * Whether the line's head (a writer, or a waiter served that has not written) stayed silent for
+   * its lease with nobody else in line, or nothing at all moved in the line for two of the longest
+   * leases it shows (every waiter in it gone too: live ones pass a silent head themselves).
+   */
+  private silentLine(record: LockRecord, now: number): boolean {
+    if (!record.rvn || !isHeld(record)) return false;
+    const seen = versionOf({ ...record, rvn: record.rvn }, this.host.options.leaseMs);
+    const waiting = ticketsWaiting(record);
+    const leaseMs = waiting === 0 ? seen.leaseMs : 2 * Math.max(seen.leaseMs, record.claimMs ?? 0);
+    const watched = this.host.history.observe(
+      `${this.waiter.storedKey}\u0000line`,
+      { ...seen, version: `${seen.version}/${record.tail}/${record.live ?? ''}`, leaseMs },
+      now,
+    );
+    return now - watched.at >= leaseMs;
+  }
+
+  /** Passes the silent line: the item is free after it (no holder is written), and the next step starts a group. */
+  private async skip(record: LockRecord): Promise<void> {
+    const result = await this.host.mutex.skip({
+      key: this.waiter.storedKey,
+      rvn: record.rvn ?? '',
+      live: record.live,
+      target: record.tail ?? 0,
+      holder: undefined,
+      fireLost: record.fire?.outcome === 'running',
+      leftPassed: record.left?.filter((ticket) => ticket >= (record.head ?? 0)),
+    });
+    if (result.ok) {
+      this.passed = true;
+      this.waiter.holder = holderOf(record);
+    }
+    this.after(result);
+  }
+
+  private noteBusy(record: LockRecord): void {
+    if (isReadGroup(record)) {
+      this.busyReason = readersOf(record).length >= MAX_READERS ? 'full' : 'line';
+      return;
+    }
+    this.busyReason = 'writer';
+    this.waiter.holder = holderOf(record);
+  }
+
+  /**
+   * When to read next: when the holder's usual hold is over (a writer) or soon (a line of writers),
+   * backing off while nothing moves, never past `maxPollMs`.
+   */
+  private pollDelay(record: LockRecord): number {
+    const holdMs = record.lastHoldMs ?? this.host.history.holdEstimate(this.waiter.storedKey);
+    const backoff = POLL_MIN_MS * POLL_GROWTH ** Math.min(this.streak, 30);
+    const estimate = holdMs === undefined ? backoff : Math.min(backoff, Math.max(POLL_MIN_MS, holdMs / 2));
+    return jitter(Math.min(this.host.options.maxPollMs, Math.max(POLL_MIN_MS, estimate)), 0.1);
+  }
+
+  /** A reader that ends without the lock, after a write of unknown outcome: its entry, if that write landed, goes. */
+  private async cleanUp(): Promise<void> {
+    if (this.uncertainSince === undefined) return;
+    const { waiter, host } = this;
+    try {
+      const record = await host.mutex.read(waiter.storedKey);
+      if (readerOf(record, this.id)) await host.store.release(waiter.storedKey, this.id, waiter.leaseMs);
+    } catch {
+      // Not answered: the entry, if any, is passed once its lease runs out.
+    }
+  }
+
+  private busyError(): LockBusyError {
+    const { waiter } = this;
+    const waited = Math.round(monotonicNow() - waiter.startedAt);
+    const message = READ_BUSY(waiter.key, this.busyReason, waiter.holder?.owner, MAX_READERS, this.single ? undefined : waited);
+    return new LockBusyError(message, waiter.key, waiter.holder, waited);
+  }
+
+  /** At the deadline: busy when an answer showed the key busy, else unavailable (an outage). */
+  private deadlineError(): LockBusyError | LockUnavailableError {
+    const { waiter } = this;
+    if (this.current && waiter.lastError === undefined) return this.busyError();
+    if (waiter.holder) return this.busyError();
+    return unavailableError(waiter, this.host.options.requestTimeoutMs, waiter.lastError);
+  }
+}
+
+/** Whether a record shows the key free: nobody holds it and nobody waits (the mutex's free condition). */
+function startable(record: LockRecord): boolean {
+  return record.token === undefined && (record.head === undefined || record.head === record.tail);
+}
+
+/** Whether a record shows a read group with room and nobody waiting behind it. */
+function joinable(record: LockRecord): boolean {
+  return isReadGroup(record) && readersOf(record).length < MAX_READERS && ticketsWaiting(record) === 0;
+}
+
+/** The line as a join requires it: `head`, `tail` and the left tickets between them. */
+function lineOf(record: LockRecord): { head: number; tail: number; between: number[] } {
+  const head = record.head ?? 0;
+  const tail = record.tail ?? 0;
+  return { head, tail, between: (record.left ?? []).filter((ticket) => ticket > head && ticket < tail) };
+}

@@ -1,0 +1,232 @@
+import { LockConfigurationError, LockLostError, LockValidationError } from '../../errors/lock.errors';
+import {
+  FENCED_WRITES_UNSUPPORTED,
+  KEY_IS_MUTEX,
+  LOCK_RELEASED,
+  READ_HAS_NO_FENCE,
+  READ_STORE_UNSUPPORTED,
+  RELEASE_NOT_HELD,
+  RELEASED_AT_SHUTDOWN,
+} from '../../errors/lock.messages';
+import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
+import type { LockInfo } from '../../interfaces/lock-info.interface';
+import type { LockRecord } from '../../store/mutex/mutex.record';
+import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
+import { newEntry, readerIdOf, readerOf } from '../../store/rw/read.record';
+import type { ReadStorePort } from '../../store/rw/read-store.port';
+import { monotonicNow } from '../../utils/clock';
+import { toStoredKey } from '../../utils/lock-key.validation';
+import { KeyHistory } from '../engine/key-history';
+import { LeaseKeeper } from '../engine/lease.keeper';
+import { type Lock, type ReleaseOutcome, rootLock } from '../engine/lock';
+import { lockInfoOf } from '../engine/lock-info.mapper';
+import type { HeldLease, Waiter } from '../engine/lock-state';
+import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/primitive.interface';
+import { createWaiter } from '../engine/waiter.factory';
+import { settleWaiter } from '../engine/waiter.settle';
+import { ReadAcquisition, type ReadAcquisitionHost } from './read-acquisition';
+import { checkReadOptions } from './read.options';
+
+/** How many items are remembered for a first write without a read. */
+const MAX_SEEN = 1_000;
+
+/**
+ * Read locks (`acquire(key, { mode: 'read' })`): readers share the key's mutex item as one holder,
+ * the read group; a writer is any mutex caller of the key. Each reader runs its own
+ * {@link ReadAcquisition}; a granted read lock is a `Lock` held by a {@link LeaseKeeper} of its
+ * own (heartbeats renew the reader's entry only), released with one write.
+ */
+export class ReadPrimitive implements LockPrimitive {
+  private readonly history = new KeyHistory();
+  private readonly seen = new Map<string, LockRecord>();
+  private readonly keeper: LeaseKeeper;
+  private readonly waiting = new Set<Waiter>();
+  private readonly attempts = new Set<Promise<void>>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly host: ReadAcquisitionHost | undefined;
+  private readonly store: ReadStorePort | undefined;
+
+  constructor(private readonly context: PrimitiveContext) {
+    const { options, events, stores } = context;
+    const store = (this.store = stores.read);
+    const noFence = (lock: Lock) => Promise.reject(new LockValidationError(FENCED_WRITES_UNSUPPORTED(lock.key, READ_HAS_NO_FENCE)));
+    this.keeper = new LeaseKeeper({
+      options,
+      store: store ? leaseView(store, stores.mutex) : stores.mutex,
+      history: this.history,
+      events,
+      lockHost: {
+        release: (lock) => this.release(lock),
+        extend: (lock, leaseDuration) => this.keeper.extend(lock, leaseDuration),
+        checkHeld: (lock) => this.keeper.checkHeld(lock),
+        transact: noFence,
+        fencedWrite: noFence,
+      },
+      onLost: () => undefined,
+    });
+    this.host = store && {
+      store,
+      mutex: stores.mutex,
+      history: this.history,
+      options,
+      emit: (event, trace) => events.emit(event, trace),
+      noteWaiting: (waiter) => events.noteWaiting(waiter),
+    };
+  }
+
+  serves(options: AcquireOptions): boolean {
+    return options.mode === 'read';
+  }
+
+  resolveKey(scope: string, key: string, options: AcquireOptions): PrimitiveKey {
+    checkReadOptions(options, scope);
+    const storedKey = toStoredKey(key, this.context.options.keyPrefix);
+    return { storedKey, itemKey: storedKey };
+  }
+
+  /** Readers and writers of a key share its mutex item. */
+  itemKeyOf(storedKey: string): string {
+    return storedKey;
+  }
+
+  /**
+   * Acquires a read lock on `key` (options checked by {@link resolveKey}).
+   * @throws LockConfigurationError when the manager is shut down, or the store keeps no read locks.
+   */
+  acquire(key: string, { storedKey }: PrimitiveKey, options: AcquireOptions): Promise<Lock> {
+    const { host } = this;
+    if (!host) return Promise.reject(new LockConfigurationError(READ_STORE_UNSUPPORTED()));
+    const { events } = this.context;
+    let waiter: Waiter;
+    try {
+      this.context.assertOpen();
+      waiter = createWaiter(this.context.options, () => this.context.assertOpen(), key, storedKey, options);
+      waiter.trace = events.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<Lock>((resolve, reject) => {
+      waiter.resolve = resolve;
+      waiter.reject = reject;
+      this.waiting.add(waiter);
+      const { signal } = options;
+      const onAbort = () => settleWaiter(events, waiter, signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      waiter.cancel.signal.addEventListener('abort', () => signal?.removeEventListener('abort', onAbort));
+      const attempt = new ReadAcquisition(host, waiter, this.seen.get(storedKey)).run().then(
+        (granted) => {
+          this.remember(granted.record);
+          const record: LockRecord = { key: storedKey, fencingToken: granted.record.fencingToken, rvn: granted.entry.version };
+          const lease = this.keeper.hold(waiter, record, granted.sentAt, granted.via, granted.entry.leaseMs);
+          if (waiter.settled) void this.context.releaseQuietly(lease.lock);
+          else settleWaiter(events, waiter, lease.lock);
+        },
+        (error: unknown) => settleWaiter(events, waiter, error),
+      );
+      const tracked = attempt.finally(() => {
+        this.waiting.delete(waiter);
+        this.attempts.delete(tracked);
+      });
+      this.attempts.add(tracked);
+    });
+  }
+
+  uses(storedKey: string): boolean {
+    return [...this.waiting].some((w) => w.storedKey === storedKey) || this.keeper.all().some((lease) => lease.storedKey === storedKey);
+  }
+
+  inUse(key: string): string {
+    return KEY_IS_MUTEX(key);
+  }
+
+  /** The lease behind a read lock (or a nested handle of one), while it is held. */
+  lease(lock: Lock): HeldLease | undefined {
+    return this.keeper.get(rootLock(lock));
+  }
+
+  get heldCount(): number {
+    return this.keeper.size;
+  }
+
+  /** Releases a read lock (one conditional write; the last reader's ends the group and serves the next ticket). */
+  release(lock: Lock): Promise<ReleaseOutcome> {
+    const write = this.releaseNow(lock);
+    this.inFlight.add(write);
+    void write.catch(() => undefined).finally(() => this.inFlight.delete(write));
+    return write;
+  }
+
+  private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
+    const { events, options } = this.context;
+    const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    const { store } = this;
+    if (!lease || !store) return 'not-held';
+    const heldMs = monotonicNow() - lease.acquiredAt;
+    const usualMs = lease.quiet ? undefined : heldMs;
+    if (usualMs !== undefined) this.history.recordHold(lease.storedKey, usualMs);
+    const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
+    return this.keeper.serial(lease, async () => {
+      let done: boolean;
+      try {
+        done = await store.release(lease.storedKey, readerIdOf(lease.token), lease.leaseMs, usualMs);
+      } catch (error) {
+        events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'error', error });
+        throw error;
+      }
+      if (done) events.emitFor(lease, { type: 'released', ...base, handedOver: false });
+      else {
+        options.logger.warn?.(RELEASE_NOT_HELD(lock.key));
+        events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'not-held' });
+      }
+      return done ? 'released' : 'not-held';
+    });
+  }
+
+  /** Who holds the key (one strongly consistent read of its mutex item): the readers, or a writer. */
+  async inspect(_key: string, storedKey: string): Promise<LockInfo | null | undefined> {
+    const record = await this.context.stores.mutex.read(storedKey);
+    if (record === undefined) return undefined;
+    return lockInfoOf(record, this.context.options.keyPrefix);
+  }
+
+  /** The mutex primitive lists every held mutex item, read groups among them. */
+  list(): Promise<LockInfo[]> {
+    return Promise.resolve([]);
+  }
+
+  async close(error: unknown): Promise<void> {
+    for (const waiter of this.waiting) settleWaiter(this.context.events, waiter, error);
+    await Promise.allSettled([...this.attempts]);
+    const held = this.keeper.all();
+    for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
+    await Promise.allSettled(held.map((lease) => this.release(lease.lock)));
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  stop(): void {
+    this.keeper.close();
+  }
+
+  private remember(record: LockRecord): void {
+    this.seen.delete(record.key);
+    this.seen.set(record.key, record);
+    if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value as string);
+  }
+}
+
+/**
+ * The read store as the lease keeper sees it: a heartbeat renews the reader's own entry (its
+ * version is the lease's record version); a read shows the item as it is.
+ */
+function leaseView(store: ReadStorePort, mutex: MutexStorePort): Pick<MutexStorePort, 'heartbeat' | 'read'> {
+  return {
+    async heartbeat(write) {
+      const entry = newEntry(write.holding.token, write.leaseMs ?? write.ttlLeaseMs, write.owner);
+      const result = await store.heartbeat({ key: write.key, entry });
+      if (!result.ok) return result;
+      const own = readerOf(result.record, entry.id);
+      return { ok: true, record: { key: write.key, rvn: own?.version, fencingToken: result.record.fencingToken } };
+    },
+    read: (key) => mutex.read(key),
+  };
+}

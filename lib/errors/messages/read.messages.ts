@@ -1,0 +1,29 @@
+import { describe, truncate } from './message.format';
+
+/** Messages of reader-writer locks (`mode: 'read'`). */
+
+/** Why a read lock was not granted: a writer holds the key, writers wait for it (they go first), or every reader place is taken. */
+export type ReadBusyReason = 'writer' | 'line' | 'full';
+
+export const READ_BUSY = (key: string, why: ReadBusyReason, holder: string | undefined, maxReaders: number, waitedMs: number | undefined) =>
+  `Lock "${truncate(key)}" could not be read-locked: ${
+    why === 'writer'
+      ? `a writer${holder ? ` ("${holder}")` : ''} holds it`
+      : why === 'line'
+        ? 'writers wait for it, and they go first'
+        : `all ${maxReaders} reader places are taken`
+  }; gave up after ${waitedMs === undefined ? 'one attempt (wait: false)' : `waiting ${waitedMs} ms`}.`;
+
+export const READ_HAS_NO_FENCE =
+  'a read lock is shared by every reader of the key, so no write is fenced by it; take the key with mode: "write" (the default) to write under it';
+
+export const READ_STORE_UNSUPPORTED = () =>
+  `The configured lock store keeps no read locks (mode: "read" needs a store that keeps them, as the DynamoDB table and MemoryLockStore do).`;
+
+export const READ_OPTION_UNSUPPORTED = (scope: string, option: string) =>
+  `${scope}: "${option}" cannot be used with mode: "read" (a read lock has no data, fire or limit); remove "${option}", or take the key with mode: "write".`;
+
+export const LOCK_MODE_INVALID = (scope: string, mode: unknown) => `${scope}: mode must be "read" or "write", got ${describe(mode)}.`;
+
+export const WRITE_INSIDE_READ = (scope: string, key: string) =>
+  `${scope}: lock "${truncate(key)}" is read-locked by this very call chain, so a write lock on it would wait for itself; take the key with mode: "write" from the start, or release the read lock first.`;

@@ -1,0 +1,42 @@
+import type { WriteResult } from '../mutex/mutex-store.protocol';
+import type { ReaderEntry } from './read.record';
+
+/** A reader's write of its own entry. */
+export interface ReaderWrite {
+  /** The mutex item's key. */
+  key: string;
+  /** The entry as written (a new version on every write). */
+  entry: ReaderEntry;
+}
+
+/** A join: the line as the reader last saw it, which the write requires unchanged. */
+export interface JoinWrite extends ReaderWrite {
+  head: number;
+  tail: number;
+  /** The tickets between `head` and `tail`, each of which must have left the line. */
+  between: readonly number[];
+}
+
+/**
+ * The writes of readers on mutex items (see `read.record.ts`): each one conditional write on the
+ * item, as the mutex's own. The DynamoDB store is the product; the memory store mirrors it.
+ */
+export interface ReadStorePort {
+  /** Starts a read group on a free item (the mutex's free condition): the reader takes ticket `tail`, served at once. */
+  start(write: ReaderWrite): Promise<WriteResult>;
+  /**
+   * Joins the read group holding the item while nobody waits behind it (`head`, `tail` as seen) and
+   * it has room. A writer's ticket in line refuses every join: writers are not starved.
+   */
+  join(write: JoinWrite): Promise<WriteResult>;
+  /** Renews a reader's entry (a new version; the group's lease raised to it when longer). Refused: the reader lost the key. */
+  heartbeat(write: ReaderWrite): Promise<WriteResult>;
+  /**
+   * Removes a reader's entry; the last reader's release ends the group as a mutex release does
+   * (the next ticket served, the fencing counter raised). `heldMs` is recorded for waiters.
+   * @returns `false` when the entry was not there (passed, or the group passed).
+   */
+  release(key: string, id: string, leaseMs: number, heldMs?: number): Promise<boolean>;
+  /** Removes the entry `seen`, unchanged since it was seen for its whole lease (its reader is gone); the last one ends the group. */
+  pass(key: string, seen: ReaderEntry): Promise<WriteResult>;
+}

@@ -1,0 +1,123 @@
+import { randomToken } from '../../utils/random-token';
+import type { MemoryMutexStore } from '../mutex/mutex.memory-store';
+import { type StoredItem, ttlOf } from '../mutex/mutex.memory-item';
+import { leftRun } from '../mutex/mutex.record';
+import type { WriteResult } from '../mutex/mutex-store.protocol';
+import { formatEntry, MAX_READERS, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry } from './read.record';
+import type { JoinWrite, ReaderWrite, ReadStorePort } from './read-store.port';
+
+/**
+ * A {@link ReadStorePort} in process memory, on the items of a {@link MemoryMutexStore}: the same
+ * conditions as `DynamoReadStore`, each write applied atomically (the group's lease is raised in
+ * the same write, where DynamoDB needs a second one).
+ */
+export class MemoryReadStore implements ReadStorePort {
+  constructor(private readonly mutex: MemoryMutexStore) {}
+
+  start({ key, entry }: ReaderWrite): Promise<WriteResult> {
+    const e = structuredClone(entry);
+    return this.mutex.apply(key, (item) => {
+      if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
+      const now = Date.now();
+      const base = now * 1000;
+      const tail = item.tail ?? base;
+      return {
+        ...item,
+        token: READ_GROUP_TOKEN,
+        owner: READ_GROUP_OWNER,
+        leaseMs: e.leaseMs,
+        readers: { [e.id]: formatEntry(e) },
+        rvn: randomToken(),
+        acquiredAt: now,
+        updatedAt: now,
+        fence: item.fence ?? base,
+        head: tail,
+        tail: tail + 1,
+        tailToken: `${READ_GROUP_TOKEN}${e.id}`,
+        live: undefined,
+        releasedToken: undefined,
+        claims: undefined,
+        left: undefined,
+        data: undefined,
+        ttl: ttlOf(now, e.leaseMs),
+      };
+    });
+  }
+
+  join({ key, entry, head, tail, between }: JoinWrite): Promise<WriteResult> {
+    const e = structuredClone(entry);
+    const seen = [...between];
+    return this.mutex.apply(key, (item) => {
+      if (!inGroup(item) || item.head !== head || item.tail !== tail || item.readers[e.id] !== undefined) return undefined;
+      if (Object.keys(item.readers).length >= MAX_READERS || !seen.every((ticket) => item.left?.includes(ticket))) return undefined;
+      return withEntry(item, e);
+    });
+  }
+
+  heartbeat({ key, entry }: ReaderWrite): Promise<WriteResult> {
+    const e = structuredClone(entry);
+    return this.mutex.apply(key, (item) => (inGroup(item) && item.readers[e.id] !== undefined ? withEntry(item, e) : undefined));
+  }
+
+  async release(key: string, id: string, leaseMs: number, heldMs?: number): Promise<boolean> {
+    const result = await this.leave(key, id, undefined, leaseMs, heldMs);
+    return result.ok || result.current?.released === id;
+  }
+
+  pass(key: string, seen: ReaderEntry): Promise<WriteResult> {
+    return this.leave(key, seen.id, structuredClone(seen), seen.leaseMs);
+  }
+
+  private async leave(key: string, id: string, seen: ReaderEntry | undefined, leaseMs: number, heldMs?: number): Promise<WriteResult> {
+    const result = await this.mutex.apply(key, (item) => {
+      if (!inGroup(item) || item.readers[id] === undefined || (seen && item.readers[id] !== formatEntry(seen))) return undefined;
+      const now = Date.now();
+      const readers = { ...item.readers };
+      delete readers[id];
+      const released = seen ? {} : { releasedToken: id };
+      if (Object.keys(readers).length > 0) return { ...item, readers, updatedAt: now, ...released };
+      if (item.head === undefined || item.fence === undefined) return undefined;
+      return {
+        ...item,
+        ...released,
+        head: item.head + 1,
+        fence: item.fence + 1,
+        rvn: randomToken(),
+        updatedAt: now,
+        ttl: ttlOf(now, leaseMs),
+        lastHoldMs: heldMs === undefined ? undefined : Math.max(0, Math.round(heldMs)),
+        token: undefined,
+        owner: undefined,
+        data: undefined,
+        leaseMs: undefined,
+        acquiredAt: undefined,
+        live: undefined,
+        readers: undefined,
+      };
+    });
+    // As the DynamoDB store: the group's end passes the left tickets it serves.
+    const run = result.ok ? leftRun(result.record) : undefined;
+    if (run) await this.mutex.passLeft(key, run);
+    return result;
+  }
+}
+
+/** Whether a read group holds the item (its `readers` map is then its members). */
+function inGroup(item: StoredItem): item is StoredItem & { readers: Record<string, string> } {
+  return item.token === READ_GROUP_TOKEN && item.readers !== undefined;
+}
+
+/** The item with a reader's entry written: a new record version, the group's lease raised to the reader's. */
+function withEntry(item: StoredItem & { readers: Record<string, string> }, entry: ReaderEntry): StoredItem {
+  const now = Date.now();
+  const leaseMs = Math.max(item.leaseMs ?? 0, entry.leaseMs);
+  return {
+    ...item,
+    readers: { ...item.readers, [entry.id]: formatEntry(entry) },
+    leaseMs,
+    rvn: randomToken(),
+    updatedAt: now,
+    live: undefined,
+    ttl: ttlOf(now, entry.leaseMs),
+  };
+}
