@@ -320,9 +320,7 @@ function joinable(record: LockRecord): boolean {
   return isReadGroup(record) && readersOf(record).length < MAX_READERS && ticketsWaiting(record) === 0;
 }
 
-/** The line as a join requires it: `head`, `tail` and the left tickets between them. */
-function lineOf(record: LockRecord): { head: number; tail: number; between: number[] } {
-  const head = record.head ?? 0;
-  const tail = record.tail ?? 0;
-  return { head, tail, between: (record.left ?? []).filter((ticket) => ticket > head && ticket < tail) };
+/** The line as a join requires it unchanged. */
+function lineOf(record: LockRecord): { head: number; tail: number } {
+  return { head: record.head ?? 0, tail: record.tail ?? 0 };
 }

@@ -9,12 +9,13 @@ export interface ReaderWrite {
   entry: ReaderEntry;
 }
 
-/** A join: the line as the reader last saw it, which the write requires unchanged. */
+/**
+ * A join: the line as the reader last saw it, which the write requires unchanged, with every
+ * ticket between `head` and `tail` left (nobody waits behind the group).
+ */
 export interface JoinWrite extends ReaderWrite {
   head: number;
   tail: number;
-  /** The tickets between `head` and `tail`, each of which must have left the line. */
-  between: readonly number[];
 }
 
 /**

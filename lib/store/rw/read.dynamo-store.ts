@@ -6,9 +6,9 @@ import { type ConditionalUpdate, updateItem } from '../dynamo/item-requests';
 import { DEFAULT_TABLE_KEYS, itemKeyOf } from '../dynamo/table-schema';
 import type { DynamoMutexStore } from '../mutex/mutex.dynamo-store';
 import { FREE, heldValue, lastHold, noHold, onlyLockItem } from '../mutex/mutex.expressions';
-import { ATTRIBUTE_NAMES, type LockRecord, leftRun, toLockRecord } from '../mutex/mutex.record';
+import { ATTRIBUTE_NAMES, LEFT_MAX, type LockRecord, leftRun, toLockRecord } from '../mutex/mutex.record';
 import type { WriteResult } from '../mutex/mutex-store.protocol';
-import { formatEntry, MAX_READERS, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry, readerOf } from './read.record';
+import { formatEntry, MAX_READERS, ticketsBetween, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry, readerOf } from './read.record';
 import type { JoinWrite, ReaderWrite, ReadStorePort } from './read-store.port';
 
 /** One reader write, before its lease clause: the entry's id is the exact name `#rid`. */
@@ -35,6 +35,7 @@ export class DynamoReadStore implements ReadStorePort {
 
   start({ key, entry }: ReaderWrite): Promise<WriteResult> {
     const now = Date.now();
+
     return this.update(key, entry.leaseMs, now, {
       id: entry.id,
       set: [
@@ -63,13 +64,16 @@ export class DynamoReadStore implements ReadStorePort {
     });
   }
 
-  join({ key, entry, head, tail, between }: JoinWrite): Promise<WriteResult> {
+  async join({ key, entry, head, tail }: JoinWrite): Promise<WriteResult> {
+    // More tickets than the left set can hold: somebody waits.
+    if (tail - head - 1 > LEFT_MAX) return { ok: false, current: await this.mutex.read(key) };
     const values: Record<string, AttributeValue> = {
       ':head': { N: String(head) },
       ':tail': { N: String(tail) },
       ':max': { N: String(MAX_READERS) },
     };
-    const left = between.map((ticket, index) => {
+    // Every ticket between them left the line.
+    const left = ticketsBetween(head, tail).map((ticket, index) => {
       values[`:b${index}`] = { N: String(ticket) };
       return ` AND contains(#left, :b${index})`;
     });
@@ -151,15 +155,19 @@ export class DynamoReadStore implements ReadStorePort {
   }
 
   private async update(key: string, ttlLeaseMs: number | undefined, now: number, parts: ReaderUpdate): Promise<WriteResult> {
-    const { id, ...update } = parts;
+    const { id, values, ...update } = parts;
+    const text = [...update.set, ...(update.remove ?? []), update.condition].join(' ');
+    // Every write takes the values it uses from a common set: DynamoDB refuses unused ones.
+    const used = Object.fromEntries(Object.entries(values).filter(([name]) => new RegExp(`${name}\\b`).test(text)));
     const result = await updateItem(
       this.client,
       this.options,
       {
         ...update,
+        values: used,
         key,
         names: ATTRIBUTE_NAMES,
-        exactNames: /#rid\b/.test([...update.set, ...(update.remove ?? []), update.condition].join(' ')) ? { '#rid': id } : undefined,
+        exactNames: /#rid\b/.test(text) ? { '#rid': id } : undefined,
         returnNew: true,
       },
       ttlLeaseMs,

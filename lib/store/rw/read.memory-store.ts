@@ -3,7 +3,7 @@ import type { MemoryMutexStore } from '../mutex/mutex.memory-store';
 import { type StoredItem, ttlOf } from '../mutex/mutex.memory-item';
 import { leftRun } from '../mutex/mutex.record';
 import type { WriteResult } from '../mutex/mutex-store.protocol';
-import { formatEntry, MAX_READERS, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry } from './read.record';
+import { formatEntry, MAX_READERS, ticketsBetween, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry } from './read.record';
 import type { JoinWrite, ReaderWrite, ReadStorePort } from './read-store.port';
 
 /**
@@ -44,9 +44,9 @@ export class MemoryReadStore implements ReadStorePort {
     });
   }
 
-  join({ key, entry, head, tail, between }: JoinWrite): Promise<WriteResult> {
+  join({ key, entry, head, tail }: JoinWrite): Promise<WriteResult> {
     const e = structuredClone(entry);
-    const seen = [...between];
+    const seen = ticketsBetween(head, tail);
     return this.mutex.apply(key, (item) => {
       if (!inGroup(item) || item.head !== head || item.tail !== tail || item.readers[e.id] !== undefined) return undefined;
       if (Object.keys(item.readers).length >= MAX_READERS || !seen.every((ticket) => item.left?.includes(ticket))) return undefined;

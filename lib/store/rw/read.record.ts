@@ -72,3 +72,8 @@ function parseEntry(id: string, raw: string): ReaderEntry {
   const second = raw.indexOf('|', first + 1);
   return { id, version: raw.slice(0, first), leaseMs: Number(raw.slice(first + 1, second)), owner: raw.slice(second + 1) };
 }
+
+/** The tickets strictly between `head` and `tail`: a join needs each of them left (nobody waits). */
+export function ticketsBetween(head: number, tail: number): number[] {
+  return Array.from({ length: Math.max(0, tail - head - 1) }, (_, index) => head + 1 + index);
+}
