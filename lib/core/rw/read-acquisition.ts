@@ -41,6 +41,8 @@ export interface ReadGranted {
   entry: ReaderEntry;
   sentAt: number;
   via: AcquiredVia;
+  /** Readers of the group the grant showed silent for their lease: passed next, in the background. */
+  dead: ReaderEntry[];
 }
 
 /**
@@ -177,7 +179,7 @@ export class ReadAcquisition {
 
   private granted(record: LockRecord, entry: ReaderEntry, sentAt: number): ReadGranted {
     const via: AcquiredVia = this.passed ? 'takeover' : 'free';
-    return { record, entry, sentAt, via };
+    return { record, entry, sentAt, via, dead: this.deadReaders(record, monotonicNow()) };
   }
 
   private async read(): Promise<void> {
@@ -207,7 +209,12 @@ export class ReadAcquisition {
 
   /** A reader of the group, not this one, whose entry this process has seen unchanged for its whole lease. */
   private deadReader(record: LockRecord, now: number): ReaderEntry | undefined {
-    let dead: ReaderEntry | undefined;
+    return this.deadReaders(record, now)[0];
+  }
+
+  /** Every such reader (each entry seen is watched, across calls). */
+  private deadReaders(record: LockRecord, now: number): ReaderEntry[] {
+    const dead: ReaderEntry[] = [];
     for (const entry of readersOf(record)) {
       if (entry.id === this.id) continue;
       const seen = this.host.history.observe(
@@ -215,7 +222,7 @@ export class ReadAcquisition {
         { version: entry.version, rvn: entry.version, leaseMs: entry.leaseMs, holder: entry.id },
         now,
       );
-      if (!dead && now - seen.at >= entry.leaseMs) dead = entry;
+      if (now - seen.at >= entry.leaseMs) dead.push(entry);
     }
     return dead;
   }

@@ -120,6 +120,7 @@ export class ReadPrimitive implements LockPrimitive {
           const lease = this.keeper.hold(waiter, record, granted.sentAt, granted.via, granted.entry.leaseMs);
           if (waiter.settled) void this.context.releaseQuietly(lease.lock);
           else settleWaiter(events, waiter, lease.lock);
+          for (const dead of granted.dead) void this.track(host.store.pass(storedKey, dead));
         },
         (error: unknown) => settleWaiter(events, waiter, error),
       );
@@ -150,7 +151,11 @@ export class ReadPrimitive implements LockPrimitive {
 
   /** Releases a read lock (one conditional write; the last reader's ends the group and serves the next ticket). */
   release(lock: Lock): Promise<ReleaseOutcome> {
-    const write = this.releaseNow(lock);
+    return this.track(this.releaseNow(lock));
+  }
+
+  /** Keeps a write in flight until it settles (shutdown waits for it); a pass that fails is harmless. */
+  private track<T>(write: Promise<T>): Promise<T> {
     this.inFlight.add(write);
     void write.catch(() => undefined).finally(() => this.inFlight.delete(write));
     return write;

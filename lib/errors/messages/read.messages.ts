@@ -27,3 +27,6 @@ export const LOCK_MODE_INVALID = (scope: string, mode: unknown) => `${scope}: mo
 
 export const WRITE_INSIDE_READ = (scope: string, key: string) =>
   `${scope}: lock "${truncate(key)}" is read-locked by this very call chain, so a write lock on it would wait for itself; take the key with mode: "write" from the start, or release the read lock first.`;
+
+export const READ_LEAVE_CONTENDED = (key: string, attempts: number) =>
+  `A reader of lock "${truncate(key)}" could not leave: the other readers changed the group before each of ${attempts} tries; its entry is passed once its lease runs out.`;

@@ -5,11 +5,15 @@ import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import { type ConditionalUpdate, updateItem } from '../dynamo/item-requests';
 import { DEFAULT_TABLE_KEYS, itemKeyOf } from '../dynamo/table-schema';
 import type { DynamoMutexStore } from '../mutex/mutex.dynamo-store';
+import { READ_LEAVE_CONTENDED } from '../../errors/lock.messages';
 import { FREE, heldValue, lastHold, noHold, onlyLockItem } from '../mutex/mutex.expressions';
 import { ATTRIBUTE_NAMES, LEFT_MAX, type LockRecord, leftRun, toLockRecord } from '../mutex/mutex.record';
 import type { WriteResult } from '../mutex/mutex-store.protocol';
 import { formatEntry, MAX_READERS, ticketsBetween, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry, readerOf } from './read.record';
 import type { JoinWrite, ReaderWrite, ReadStorePort } from './read-store.port';
+
+/** Most tries of a reader's leave while other readers keep changing the group (see `leave()`). */
+const LEAVE_ATTEMPTS = 64;
 
 /** One reader write, before its lease clause: the entry's id is the exact name `#rid`. */
 interface ReaderUpdate extends Omit<ConditionalUpdate, 'names' | 'returnNew' | 'key'> {
@@ -118,7 +122,9 @@ export class DynamoReadStore implements ReadStorePort {
    */
   private async leave(key: string, id: string, seen: ReaderEntry | undefined, leaseMs: number, heldMs?: number): Promise<WriteResult> {
     let last = false;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // Each refusal that still shows the entry means another reader joined or left in between:
+    // the group changed, so the next try has news. Bounded all the same.
+    for (let attempt = 0; attempt < LEAVE_ATTEMPTS; attempt++) {
       const result = await this.update(key, last ? leaseMs : undefined, Date.now(), leaveUpdate(id, seen, last, heldMs));
       if (result.ok) {
         if (last) await this.passLeftAfter(result.record);
@@ -127,11 +133,9 @@ export class DynamoReadStore implements ReadStorePort {
       const current = result.current ?? (await this.mutex.read(key));
       const entry = readerOf(current, id);
       if (!entry || (seen && entry.version !== seen.version)) return { ok: false, current };
-      const others = Object.keys(current?.readers ?? {}).length - 1;
-      if (last === (others === 0)) return { ok: false, current };
-      last = others === 0;
+      last = Object.keys(current?.readers ?? {}).length === 1;
     }
-    return { ok: false, current: await this.mutex.read(key) };
+    throw new Error(READ_LEAVE_CONTENDED(key, LEAVE_ATTEMPTS));
   }
 
   /** Sends a write that sets the reader's lease: kept when the group's is as long, else raised (see the class). */

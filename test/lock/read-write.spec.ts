@@ -1,0 +1,250 @@
+/**
+ * Read locks (`mode: 'read'`) with writers (every other caller of the key) across several managers
+ * (each an "instance"), against DynamoDB Local, dynalite and the memory store: readers share the
+ * key and no writer overlaps anyone, writers go first, fencing tokens order readers among writers,
+ * silent readers and writers are passed after their lease (single attempts too), nesting in one
+ * call chain, and bad input refused before any request.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockLostError, LockManager, LockValidationError, MemoryLockStore, type Lock } from '../../lib';
+import { countRequests } from '../support/request-counter';
+import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { describeEachServer } from '../support/servers';
+
+let keySeq = 0;
+const newKey = (name: string) => `rw-${name}-${++keySeq}`;
+const LEASE_MS = 1_500;
+
+/** `n` managers on one table (or memory store). */
+type Managers = (n: number) => LockManager[];
+
+/** Whether a single attempt at a read lock is refused (a lock it got is given back at once). */
+async function refusedRead(manager: LockManager, key: string): Promise<boolean> {
+  const lock = await manager.tryAcquire(key, { mode: 'read' });
+  await lock?.release();
+  return lock === null;
+}
+
+/** Polls `check` every 20 ms until it is true or `ms` passed; returns whether it became true. */
+async function eventually(check: () => Promise<boolean> | boolean, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await check()) return true;
+    await sleep(20);
+  }
+  return check();
+}
+
+function readWriteSuite(name: string, setup: () => Managers): void {
+  describe(`read locks [${name}]`, () => {
+    it('readers of several managers hold the key together; no writer ever overlaps a reader or a writer', async () => {
+      const managers = setup()(4);
+      const key = newKey('overlap');
+      let readers = 0;
+      let writers = 0;
+      let mostReaders = 0;
+      const clashes: string[] = [];
+      const enter = (mode: 'read' | 'write') => {
+        if (mode === 'write' && (readers > 0 || writers > 0)) clashes.push(`writer entered with ${readers} readers, ${writers} writers`);
+        if (mode === 'read' && writers > 0) clashes.push('reader entered with a writer');
+        if (mode === 'read') mostReaders = Math.max(mostReaders, ++readers);
+        else writers++;
+      };
+      const work = managers.map(async (manager, m) => {
+        for (let i = 0; i < 4; i++) {
+          const mode = m === 0 && i % 2 === 1 ? 'write' : 'read';
+          await manager.withLock(
+            key,
+            async () => {
+              enter(mode);
+              await sleep(40);
+              if (mode === 'read') readers--;
+              else writers--;
+            },
+            { mode, wait: '20s' },
+          );
+        }
+      });
+      await Promise.all(work);
+      expect(clashes).toEqual([]);
+      expect(mostReaders).toBeGreaterThanOrEqual(2);
+    });
+
+    it('a writer waiting behind readers stops new readers: they get in only after the writer released', async () => {
+      const [a, b, c, d] = setup()(4);
+      const key = newKey('preference');
+      const first = await a.acquire(key, { mode: 'read' });
+      const second = await b.acquire(key, { mode: 'read' });
+      const order: string[] = [];
+      const writer = c.acquire(key, { wait: '20s' }).then((lock) => {
+        order.push('writer');
+        return lock;
+      });
+      // The writer is in line once a single attempt of a new reader is refused.
+      expect(
+        await eventually(async () => {
+          const info = await d.inspect(key);
+          return info?.mode === 'read' && (await refusedRead(d, key));
+        }, 5_000),
+      ).toBe(true);
+      const lateReader = d.acquire(key, { mode: 'read', wait: '20s' }).then((lock) => {
+        order.push('late reader');
+        return lock;
+      });
+      await sleep(100);
+      expect(order).toEqual([]);
+      await first.release();
+      await second.release();
+      const w = await writer;
+      await sleep(100);
+      expect(order).toEqual(['writer']);
+      expect(w.fencingToken).toBeGreaterThan(first.fencingToken);
+      await w.release();
+      const late = await lateReader;
+      expect(order).toEqual(['writer', 'late reader']);
+      // Each writer's token is above every earlier reader's, each reader's above every earlier writer's.
+      expect(late.fencingToken).toBeGreaterThan(w.fencingToken);
+      await late.release();
+    });
+
+    it('inspect() shows the readers; a read lock fences no write; a writer after the readers is a plain holder', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('inspect');
+      const r1 = await a.acquire(key, { mode: 'read', leaseDuration: '2s' });
+      const r2 = await b.acquire(key, { mode: 'read', leaseDuration: '4s' });
+      const info = await a.inspect(key);
+      expect(info).toMatchObject({ key, owner: 'readers', mode: 'read', leaseDuration: 4_000 });
+      expect(info?.holders?.map((h) => h.owner).sort()).toEqual(['instance-0', 'instance-1']);
+      await expect(r1.fencedWrite({ Put: { TableName: 'data', Item: { id: { S: '1' } } } })).rejects.toThrow(
+        /a read lock is shared by every reader/,
+      );
+      await r1.release();
+      await r2.release();
+      const w = await a.acquire(key);
+      const written = await b.inspect(key);
+      expect(written?.mode).toBeUndefined();
+      expect(written?.owner).toBe('instance-0');
+      await w.release();
+    });
+
+    it('a reader that stops renewing holds writers back one lease at most once the live readers left; its signal says it lost the key', async () => {
+      const [a, b, c] = setup()(3);
+      const key = newKey('silent-reader');
+      const silent = await a.acquire(key, { mode: 'read', heartbeat: false, leaseDuration: LEASE_MS });
+      const live = await b.acquire(key, { mode: 'read', leaseDuration: LEASE_MS });
+      const started = Date.now();
+      const writer = c.acquire(key, { wait: '20s' });
+      await sleep(100);
+      await live.release();
+      const w = await writer;
+      // Passed one group lease after the writer first saw the group's version, not before.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(LEASE_MS - 50);
+      await expect(silent.extend()).rejects.toBeInstanceOf(LockLostError);
+      await w.release();
+    });
+
+    it("single attempts: a reader's tryAcquire is null while a writer holds; a later one passes a writer silent for its lease", async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('single');
+      const silent = await a.acquire(key, { heartbeat: false, leaseDuration: LEASE_MS });
+      expect(await b.tryAcquire(key, { mode: 'read' })).toBeNull();
+      await sleep(LEASE_MS + 100);
+      const reader = await b.tryAcquire(key, { mode: 'read' });
+      expect(reader).not.toBeNull();
+      expect(reader!.fencingToken).toBeGreaterThan(silent.fencingToken);
+      await expect(silent.extend()).rejects.toBeInstanceOf(LockLostError);
+      await reader!.release();
+    });
+
+    it('a dead reader among live ones is dropped by the readers that wait: the key keeps no dead entry', async () => {
+      const [a, b, c] = setup()(3);
+      const key = newKey('dead-entry');
+      await a.acquire(key, { mode: 'read', heartbeat: false, leaseDuration: LEASE_MS });
+      const live = await b.acquire(key, { mode: 'read' });
+      // Another reader joins (and sees the silent entry); once that entry stayed the same for its
+      // lease, the next reader of that manager drops it.
+      const third = await c.acquire(key, { mode: 'read' });
+      await third.release();
+      await sleep(LEASE_MS + 100);
+      const again = await c.tryAcquire(key, { mode: 'read' });
+      expect(again).not.toBeNull();
+      await again!.release();
+      const info = await b.inspect(key);
+      expect(info?.holders?.map((h) => h.owner)).toEqual(['instance-1']);
+      await live.release();
+    });
+
+    it('in one call chain: a read lock inside a write lock of the key is the write lock; a write lock inside a read lock is an error', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('nesting');
+      await a.withLock(key, async (outer) => {
+        const inner = await a.acquire(key, { mode: 'read' });
+        expect(inner.fencingToken).toBe(outer.fencingToken);
+        await inner.release();
+        expect(outer.isHeld).toBe(true);
+      });
+      await a.withLock(key, () => expect(a.acquire(key)).rejects.toThrow(/is read-locked by this very call chain/), { mode: 'read' });
+      // Outside a call chain, readers and writers of one manager wait for each other as those of two do.
+      const reader = await a.acquire(key, { mode: 'read' });
+      const writer = a.acquire(key, { wait: '10s' });
+      expect(await eventually(async () => refusedRead(b, key), 5_000)).toBe(true);
+      await reader.release();
+      await (await writer).release();
+    });
+
+    it('several keys read-locked at once: two managers hold the same set', async () => {
+      const [a, b] = setup()(2);
+      const keys = [newKey('set-a'), newKey('set-b')];
+      const one = await a.acquire(keys, { mode: 'read' });
+      const two = await b.acquire([...keys].reverse(), { mode: 'read', wait: false });
+      expect(two.keys).toEqual(one.keys);
+      expect(await a.tryAcquire(keys[0])).toBeNull();
+      await one.release();
+      await two.release();
+      const w = await a.acquire(keys);
+      await w.release();
+    });
+  });
+}
+
+describeEachServer('read locks', (server) => {
+  let fixture: LockFixture;
+  beforeAll(async () => {
+    fixture = await new LockFixture(server).setup();
+  });
+  afterAll(() => fixture.close());
+  readWriteSuite(
+    server.name,
+    () => (n) => Array.from({ length: n }, (_, i) => fixture.manager({ ownerName: `instance-${i}`, maxPollInterval: 200 })),
+  );
+
+  it('refuses a bad mode, or data, limit or fireTime with mode read, before any request', async () => {
+    const manager = fixture.manager();
+    const requests = countRequests(manager.client);
+    await expect(manager.acquire('bad-mode', { mode: 'shared' as 'read' })).rejects.toThrow(/mode must be "read" or "write", got "shared"/);
+    await expect(manager.acquire('bad-mode', { mode: 'read', data: { a: 1 } })).rejects.toThrow(/"data" cannot be used with mode: "read"/);
+    await expect(manager.acquire('bad-mode', { mode: 'read', limit: 2 })).rejects.toThrow(/"limit" cannot be used with mode: "read"/);
+    await expect(manager.tryAcquire('bad-mode', { mode: 'read', fireTime: Date.now() })).rejects.toBeInstanceOf(LockValidationError);
+    expect(requests.total()).toBe(0);
+  });
+});
+
+describe('read locks [memory store]', () => {
+  const managers: LockManager[] = [];
+  afterAll(() => Promise.all(managers.map((m) => m.close())));
+  readWriteSuite('memory', () => {
+    const store = new MemoryLockStore();
+    return (n) => {
+      const created = Array.from(
+        { length: n },
+        (_, i) =>
+          new LockManager({ store, verifyTable: false, ownerName: `instance-${i}`, maxPollInterval: 200, logger: new MemoryLogger() }),
+      );
+      managers.push(...created);
+      return created;
+    };
+  });
+});
+
+export type { Lock };
