@@ -543,7 +543,7 @@ describeEachServer('LockManager', (server) => {
         ],
         [
           manager.tryAcquire('k', { wait: '5s' } as never),
-          /^tryAcquire\(\) has no option "wait"\. Its options: signal, leaseDuration, data, heartbeat, limit, fireTime\./,
+          /^tryAcquire\(\) has no option "wait"\. Its options: signal, leaseDuration, data, heartbeat, limit, fireTime, mode\./,
         ],
         [
           manager.withLock('k', () => 1, { hearbeat: false } as never),
