@@ -41,7 +41,7 @@ export const DURATION_TOO_LONG = () => `at most 24 days`;
 export const WAIT_ZERO = () => `it must be more than zero; to try only once, use --no-wait`;
 
 export const INVALID_LEASE_ID = (value: string) =>
-  `${quote(value)} is not a lease id: a lease id is the 32 hexadecimal characters \`${PROGRAM} acquire\` printed (check for a truncated or mistyped copy).`;
+  `${quote(value)} is not a lease id: a lease id is the 32 characters \`${PROGRAM} acquire\` printed, hexadecimal but for a reader's leading r (check for a truncated or mistyped copy).`;
 
 export const INVALID_JSON = (option: string, reason: string) => `${option} must be JSON, e.g. '{"job":"deploy"}' or '"text"': ${reason}.`;
 
@@ -61,6 +61,9 @@ export const INVALID_LIMIT = (value: string, max: number) =>
   `--limit: ${quote(value)} is not a whole number from 1 to ${max} (the most commands holding the lock at once, across hosts).`;
 
 export const LIMIT_WITH_DATA = () => `--data cannot be used with --limit: a semaphore slot stores no data.`;
+
+export const READ_WITH_OPTION = (option: string) =>
+  `${option} cannot be used with --read: a read lock is shared, so it ${option === '--limit' ? 'has no slots (use one or the other)' : 'stores no data'}.`;
 
 export const AND_WITH_OPTION = (option: string) =>
   `${option} cannot be used with --and: several names make a multi-key lock (mutexes, no ${option === '--limit' ? 'semaphore slots' : 'data'}).`;

@@ -1,8 +1,8 @@
 import { INVALID_LEASE_ID } from './cli.messages';
 import { UsageError } from './cli.errors';
 
-/** A lease id as `acquire` prints it: the owner token, 128 random bits in hex. */
-const LEASE_ID = /^[0-9a-f]{32}$/i;
+/** A lease id as `acquire` prints it: the owner token, 128 random bits in hex (a reader's, `acquire --read`, with `r` first). */
+const LEASE_ID = /^[0-9a-fr][0-9a-f]{31}$/i;
 
 /**
  * Checks a `LEASE_ID` argument of `renew` and `release` before anything is sent: a mistyped or

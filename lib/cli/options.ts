@@ -9,6 +9,7 @@ import {
   INVALID_DURATION,
   INVALID_JSON,
   INVALID_LIMIT,
+  READ_WITH_OPTION,
   WAIT_ZERO,
 } from './cli.messages';
 import { MAX_SEMAPHORE_LIMIT } from '../store/semaphore/semaphore.record';
@@ -20,6 +21,8 @@ export interface AcquireCommandOptions {
   /** A duration, `false` for `--no-wait`, or `undefined` to wait without limit. */
   wait?: string | false;
   data?: string;
+  /** `--read`: a read lock, shared with other readers (`mode: 'read'`). */
+  read?: boolean;
 }
 
 /**
@@ -33,18 +36,27 @@ export function addAcquireOptions(command: Command, leaseDefault: string, leaseD
       new Option('-w, --wait <duration>', 'give up (exit 1) if the lock is still busy after this long (default: wait without limit)'),
     )
     .addOption(new Option('-n, --no-wait', 'try once; exit 1 at once if the lock is busy'))
-    .addOption(new Option('--data <json>', 'JSON stored with the lock and shown by inspect and list'));
+    .addOption(new Option('--data <json>', 'JSON stored with the lock and shown by inspect and list'))
+    .addOption(new Option('--read', 'a read lock: shared with other --read holders, never with a writer (writers go first)'));
 }
 
 /**
  * Parses the options {@link addAcquireOptions} added.
  * @throws UsageError naming the option that is wrong.
  */
-export function parseAcquireOptions(options: AcquireCommandOptions): { leaseMs: number; wait: number | boolean; data: unknown } {
+export function parseAcquireOptions(options: AcquireCommandOptions): {
+  leaseMs: number;
+  wait: number | boolean;
+  data: unknown;
+  mode: 'read' | undefined;
+} {
+  const data = parseDataOption(options.data);
+  if (options.read && data !== undefined) throw new UsageError(READ_WITH_OPTION('--data'));
   return {
     leaseMs: parseDurationOption(options.leaseDuration, '--lease-duration'),
     wait: parseWaitOption(options.wait),
-    data: parseDataOption(options.data),
+    data,
+    mode: options.read ? 'read' : undefined,
   };
 }
 

@@ -18,6 +18,8 @@ export interface LockRequest {
   data: unknown;
   /** A counting semaphore's limit (`exec --limit`); `undefined` for a mutex. */
   limit?: number;
+  /** `'read'` for a read lock (`--read`). */
+  mode?: 'read';
   /** Renew the lease in the background (`exec`), or leave that to `renew` (`acquire`). */
   heartbeat: boolean;
   /** Aborts the wait, with an {@link InterruptedError} as reason (see {@link interruptReason}). */
@@ -51,6 +53,7 @@ export async function waitForLock(session: Session, request: LockRequest): Promi
       heartbeat: request.heartbeat,
       signal: request.signal,
       ...(request.limit === undefined ? {} : { limit: request.limit }),
+      ...(request.mode === undefined ? {} : { mode: request.mode }),
     });
   } catch (error) {
     if (error instanceof LockBusyError) {

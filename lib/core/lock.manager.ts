@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
+import { isReaderLeaseId } from '../store/rw/read.record';
 import { FIRE_TIME_NESTED, MANAGER_CLOSED, WRITE_INSIDE_READ } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
@@ -260,6 +261,7 @@ export class LockManager {
    * @throws LockLostError when that lease no longer holds the lock.
    */
   renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
+    if (typeof leaseId === 'string' && isReaderLeaseId(leaseId)) return this.primitives.read.renewLease(key, leaseId, leaseDuration);
     return this.primitives.mutex.renewLease(key, leaseId, leaseDuration);
   }
 
@@ -270,6 +272,7 @@ export class LockManager {
    * @throws LockValidationError for an empty or missing `leaseId`, before any request.
    */
   releaseLease(key: string, leaseId: string): Promise<boolean> {
+    if (typeof leaseId === 'string' && isReaderLeaseId(leaseId)) return this.primitives.read.releaseLease(key, leaseId);
     return this.primitives.mutex.releaseLease(key, leaseId);
   }
 

@@ -97,6 +97,8 @@ describe('lease id arguments', () => {
     expect(parseLeaseId('0123456789abcdef0123456789abcdef')).toBe('0123456789abcdef0123456789abcdef');
     // Copied in capitals (a terminal, a wiki): the same id.
     expect(parseLeaseId('0123456789ABCDEF0123456789ABCDEF')).toBe('0123456789abcdef0123456789abcdef');
+    // A reader's (acquire --read): r first.
+    expect(parseLeaseId('r123456789abcdef0123456789abcdef')).toBe('r123456789abcdef0123456789abcdef');
   });
 
   it('refuse anything else as a usage error (exit 2), before any request', () => {
@@ -105,12 +107,13 @@ describe('lease id arguments', () => {
       'abc',
       '0123456789abcdef0123456789abcde',
       '0123456789abcdef0123456789abcdeg',
+      '0r23456789abcdef0123456789abcdef',
       '-hQ3xAAAAAAAAAAAAAAAAA',
       ' 0123456789abcdef0123456789abcdef',
     ]) {
       expect(() => parseLeaseId(bad)).toThrow(UsageError);
       expect(() => parseLeaseId(bad)).toThrow(
-        /is not a lease id: a lease id is the 32 hexadecimal characters `dynamo-lock acquire` printed/,
+        /is not a lease id: a lease id is the 32 characters `dynamo-lock acquire` printed, hexadecimal but for a reader's leading r/,
       );
     }
   });

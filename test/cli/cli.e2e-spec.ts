@@ -284,7 +284,7 @@ describeEachServer('dynamo-lock CLI', (server) => {
         expectExit(result, 2);
         expect(result.stdout).toBe('');
         expect(lines(result.stderr)).toEqual([
-          `dynamo-lock: ${JSON.stringify(id)} is not a lease id: a lease id is the 32 hexadecimal characters \`dynamo-lock acquire\` printed (check for a truncated or mistyped copy).`,
+          `dynamo-lock: ${JSON.stringify(id)} is not a lease id: a lease id is the 32 characters \`dynamo-lock acquire\` printed, hexadecimal but for a reader's leading r (check for a truncated or mistyped copy).`,
         ]);
       }
       expect(JSON.parse((await cli.run(['inspect', 'typo', '--json'])).stdout)).toMatchObject({ owner: 'carol' });

@@ -17,7 +17,10 @@ Examples:
   $ dynamo-lock release deploy "$LEASE"
 
   $ dynamo-lock acquire nightly-report --no-wait --data '{"job":"report","run":42}'
-  $ dynamo-lock renew deploy "$LEASE" --lease-duration 300s`;
+  $ dynamo-lock renew deploy "$LEASE" --lease-duration 300s
+
+  $ READ=$(dynamo-lock acquire catalog --read --lease-duration 10m) || exit   # shared with other readers
+  $ dynamo-lock release catalog "$READ"`;
 
 /** `acquire NAME`: takes a lock that outlives the command and prints its lease id. */
 export function registerAcquire(program: Command, runner: CommandRunner): void {
@@ -31,11 +34,11 @@ export function registerAcquire(program: Command, runner: CommandRunner): void {
 }
 
 async function acquire(session: Session, name: string, options: AcquireCommandOptions): Promise<number> {
-  const { leaseMs, wait, data } = parseAcquireOptions(options);
+  const { leaseMs, wait, data, mode } = parseAcquireOptions(options);
   const interrupt = new AbortController();
   const stopHandling = onSignals((signal) => interrupt.abort(interruptReason(name, signal)));
   try {
-    const lock = await waitForLock(session, { name, wait, leaseMs, data, heartbeat: false, signal: interrupt.signal });
+    const lock = await waitForLock(session, { name, wait, leaseMs, data, mode, heartbeat: false, signal: interrupt.signal });
     // Leave without releasing: the lease id printed below is how later commands reach the lock.
     session.keepLocks();
     session.io.out(`${lock.leaseId}\n`);

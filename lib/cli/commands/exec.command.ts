@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { AND_WITH_OPTION, LIMIT_WITH_DATA } from '../cli.messages';
+import { AND_WITH_OPTION, LIMIT_WITH_DATA, READ_WITH_OPTION } from '../cli.messages';
 import { UsageError } from '../cli.errors';
 import type { CommandRunner } from '../command-runner';
 import { runWhileHeld, WaitThenForward } from '../exec/run-while-held';
@@ -20,6 +20,7 @@ Examples:
   $ dynamo-lock exec backup -- sh -c 'pg_dump mydb | gzip > backup.sql.gz'
   $ dynamo-lock exec encoder --limit 3 -- ./encode.sh video.mp4     # at most 3 at once, fleet-wide
   $ dynamo-lock exec account-1 --and account-2 -- ./transfer.sh 1 2 50
+  $ dynamo-lock exec catalog --read -- ./export-catalog.sh          # with other --read runs, never with a writer
 
 With --limit n, NAME is a counting semaphore: up to n commands (on any host) run at once, each
 with its own fencing token; the others wait in line, in the order they came.
@@ -29,6 +30,10 @@ multi-key lock). The names are locked one by one in one fixed order (by their by
 order they are given in, so two commands naming the same locks in opposite orders never
 deadlock; if one stays busy, those taken are released. Each name is its own lock: a busy one
 names itself. Not with --limit or --data.
+
+With --read, COMMAND shares NAME with other --read commands (up to 64 at once) and never runs
+with a command holding NAME without --read; a writer waiting stops new readers. Not with
+--limit or --data.
 
 Exit status: COMMAND's own (128 + N if signal N ended it), 1 if the lock stayed busy,
 3 if the lock was lost while COMMAND ran, 127 if COMMAND was not found.`;
@@ -58,9 +63,10 @@ export function registerExec(program: Command, runner: CommandRunner): void {
 }
 
 async function exec(session: Session, name: string, argv: readonly string[], options: ExecOptions): Promise<number> {
-  const { leaseMs, wait, data } = parseAcquireOptions(options);
+  const { leaseMs, wait, data, mode } = parseAcquireOptions(options);
   const limit = parseLimitOption(options.limit);
   if (limit !== undefined && data !== undefined) throw new UsageError(LIMIT_WITH_DATA());
+  if (limit !== undefined && mode === 'read') throw new UsageError(READ_WITH_OPTION('--limit'));
   const also = options.and;
   if (also.length > 0 && limit !== undefined) throw new UsageError(AND_WITH_OPTION('--limit'));
   if (also.length > 0 && data !== undefined) throw new UsageError(AND_WITH_OPTION('--data'));
@@ -68,7 +74,7 @@ async function exec(session: Session, name: string, argv: readonly string[], opt
 
   const signals = new WaitThenForward(name);
   try {
-    const lock = await waitForLock(session, { name, also, wait, leaseMs, data, limit, heartbeat: true, signal: signals.interrupt });
+    const lock = await waitForLock(session, { name, also, wait, leaseMs, data, limit, mode, heartbeat: true, signal: signals.interrupt });
     return await runWhileHeld(session, lock, {
       argv,
       killAfterMs,

@@ -1,8 +1,11 @@
 import { LockConfigurationError, LockLostError, LockValidationError } from '../../errors/lock.errors';
+import { isHeld } from '../../store/mutex/mutex.record';
+import { type Duration, parseLease } from '../../utils/duration';
 import {
   FENCED_WRITES_UNSUPPORTED,
   KEY_IS_MUTEX,
   LOCK_RELEASED,
+  NOT_HELD_FOR_EXTEND,
   READ_HAS_NO_FENCE,
   READ_STORE_UNSUPPORTED,
   RELEASE_NOT_HELD,
@@ -12,7 +15,7 @@ import type { AcquireOptions } from '../../interfaces/acquire-options.interface'
 import type { LockInfo } from '../../interfaces/lock-info.interface';
 import type { LockRecord } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
-import { newEntry, readerIdOf, readerOf } from '../../store/rw/read.record';
+import { newEntry, readerIdOf, readerOf, readerToken } from '../../store/rw/read.record';
 import type { ReadStorePort } from '../../store/rw/read-store.port';
 import { monotonicNow } from '../../utils/clock';
 import { toStoredKey } from '../../utils/lock-key.validation';
@@ -101,6 +104,7 @@ export class ReadPrimitive implements LockPrimitive {
     try {
       this.context.assertOpen();
       waiter = createWaiter(this.context.options, () => this.context.assertOpen(), key, storedKey, options);
+      waiter.token = readerToken(waiter.token);
       waiter.trace = events.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
     } catch (error) {
       return Promise.reject(error);
@@ -185,6 +189,44 @@ export class ReadPrimitive implements LockPrimitive {
       }
       return done ? 'released' : 'not-held';
     });
+  }
+
+  /**
+   * Renews a reader's lease known only by its key and `leaseId` (a reader's, see `isReaderLeaseId`):
+   * one conditional write (through its `Lock` when this process holds it). Without `leaseDuration`,
+   * the entry's own lease is kept (one read first).
+   * @throws LockLostError when that lease no longer holds the key.
+   */
+  async renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
+    const storedKey = toStoredKey(key, this.context.options.keyPrefix);
+    const own = this.heldLease(storedKey, leaseId);
+    if (own) return this.keeper.extend(own.lock, leaseDuration);
+    const { mutex } = this.context.stores;
+    const id = readerIdOf(leaseId);
+    const leaseMs = leaseDuration === undefined ? readerOf(await mutex.read(storedKey), id)?.leaseMs : parseLease(leaseDuration);
+    const result =
+      leaseMs === undefined || !this.store
+        ? undefined
+        : await this.store.heartbeat({ key: storedKey, entry: newEntry(leaseId, leaseMs, this.context.options.ownerName) });
+    if (result?.ok) return;
+    const current = result?.current ?? (await mutex.read(storedKey).catch(() => undefined));
+    throw new LockLostError(NOT_HELD_FOR_EXTEND(key), key, isHeld(current) ? 'taken' : 'gone');
+  }
+
+  /**
+   * Releases a reader's lease known only by its key and `leaseId`: one conditional write (through its
+   * `Lock` when this process holds it).
+   * @returns `true` when that lease's release is done; `false` when it no longer held the key.
+   */
+  async releaseLease(key: string, leaseId: string): Promise<boolean> {
+    const storedKey = toStoredKey(key, this.context.options.keyPrefix);
+    const own = this.heldLease(storedKey, leaseId);
+    if (own) return (await this.release(own.lock)) === 'released';
+    return this.store ? this.store.release(storedKey, readerIdOf(leaseId), this.context.options.leaseMs) : false;
+  }
+
+  private heldLease(storedKey: string, leaseId: string): HeldLease | undefined {
+    return this.keeper.all().find((lease) => lease.storedKey === storedKey && lease.token === leaseId && lease.state === 'held');
   }
 
   /** Who holds the key (one strongly consistent read of its mutex item): the readers, or a writer. */

@@ -35,6 +35,22 @@ export interface ReaderEntry {
   owner: string;
 }
 
+/**
+ * The first character of a reader's owner token (its lease id): `r`, never a hex digit, so a lease
+ * id tells a reader's lease from a mutex holder's without a read.
+ */
+export const READER_TOKEN_MARK = 'r';
+
+/** A reader's owner token: a random token marked as a reader's. */
+export function readerToken(token: string): string {
+  return READER_TOKEN_MARK + token.slice(1);
+}
+
+/** Whether a lease id is a reader's (see {@link READER_TOKEN_MARK}). */
+export function isReaderLeaseId(leaseId: string): boolean {
+  return leaseId.startsWith(READER_TOKEN_MARK);
+}
+
 /** Whether a record shows a read group holding the item. */
 export function isReadGroup(record: LockRecord | undefined): boolean {
   return record?.token === READ_GROUP_TOKEN;
