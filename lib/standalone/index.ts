@@ -22,7 +22,7 @@ export { DEFAULTS, type ResolvedLockOptions } from '../core/engine/lock-options.
 export type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 export type { LockSortKey, LockTableKeys } from '../interfaces/lock-table-keys.interface';
 export type { LockLogger } from '../interfaces/lock-logger.interface';
-export type { AcquireOptions } from '../interfaces/acquire-options.interface';
+export type { AcquireOptions, LockMode } from '../interfaces/acquire-options.interface';
 export type { LockInfo } from '../interfaces/lock-info.interface';
 export type { JobFire, JobFireOutcome } from '../interfaces/job-fire.interface';
 export type {
