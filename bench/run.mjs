@@ -27,6 +27,7 @@ import * as semaphore from './scenarios/semaphore.mjs';
 import * as scheduledFires from './scenarios/scheduled-fires.mjs';
 import * as fencedWrites from './scenarios/fenced-writes.mjs';
 import * as multiKey from './scenarios/multi-key.mjs';
+import * as readWrite from './scenarios/read-write.mjs';
 import { machineAndVersions } from './report/environment.mjs';
 import { docsPage, scenarioTables } from './report/markdown.mjs';
 import { chartSvg } from './report/svg.mjs';
@@ -92,6 +93,16 @@ const MODES = {
     },
     fencedWrites: { writes: 30 },
     multiKey: { managers: 4, callersPerManager: 2, windowMs: 1_500, rounds: 2 },
+    readWrite: {
+      managers: 8,
+      callersPerManager: 8,
+      windowMs: 3_000,
+      rounds: 2,
+      readHoldMs: 200,
+      writeHoldMs: 20,
+      writerGapMs: 1_000,
+      holdWindowMs: 2_000,
+    },
   },
   full: {
     uncontended: { rounds: 5, cycles: 100 },
@@ -145,6 +156,16 @@ const MODES = {
     },
     fencedWrites: { writes: 300 },
     multiKey: { managers: 4, callersPerManager: 2, windowMs: 8_000, rounds: 2 },
+    readWrite: {
+      managers: 8,
+      callersPerManager: 8,
+      windowMs: 10_000,
+      rounds: 2,
+      readHoldMs: 200,
+      writeHoldMs: 20,
+      writerGapMs: 1_000,
+      holdWindowMs: 6_000,
+    },
   },
 };
 const SCENARIOS = {
@@ -159,6 +180,7 @@ const SCENARIOS = {
   scheduledFires,
   fencedWrites,
   multiKey,
+  readWrite,
 };
 
 /**

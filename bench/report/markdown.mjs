@@ -275,7 +275,26 @@ export function scenarioTables(report) {
   }
   if (results.fencedWrites) out.push(fencedWritesTable(results.fencedWrites));
   if (results.multiKey) out.push(multiKeyTable(results.multiKey));
+  if (results.readWrite) out.push(readWriteTable(results.readWrite));
   return { markdown: out.join('\n'), checks };
+}
+
+/** Scenario 13: 64 readers and a writer on one key, next to the same callers all exclusive; the cost of holding. */
+function readWriteTable(r) {
+  const labels = { read: "readers with `mode: 'read'`", mutex: 'every caller exclusive (plain mutex)' };
+  const lines = [
+    '| variant | reads/s | read wait p50 / p99 | writes/s | writer wait p50 / p99 | WCU / acquisition | RCU / acquisition | largest item |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const variant of ['read', 'mutex']) {
+    const x = r[variant];
+    lines.push(
+      `| ${labels[variant]} | ${num(x.readsPerSecond, 1)} | ${ms(x.readWaitMs.p50)} / ${ms(x.readWaitMs.p99)} | ${num(x.writesPerSecond, 2)} | ${ms(x.writerWaitMs.p50)} / ${ms(x.writerWaitMs.p99)} | ${num(x.wcuPerAcquisition, 2)} | ${num(x.rcuPerAcquisition, 2)} | ${x.maxItemBytes} B |`,
+    );
+  }
+  const h = r.holding;
+  const note = `${r.readers} readers in ${r.managers} managers read one key in a loop (${r.readHoldMs} ms each) while one writer takes it for ${r.writeHoldMs} ms every ${r.writerGapMs} ms, for ${r.rounds} windows of ${r.windowMs / 1000} s per variant, alternating; lease ${r.leaseMs / 1000} s. Capacity is what the server billed on the metered table (${r.read.source?.writes ?? '–'}), over every acquisition (reads and writes). Read throughput with read locks / all exclusive: ×${num(r.readThroughputRatio, 1)}. Holding: ${h.held} readers (${h.readersInItem} entries in the item, at most 64) held the key for ${(h.ms / 1000).toFixed(1)} s with heartbeats every ${h.heartbeatIntervalMs} ms: ${num(h.writesPerReaderPerInterval, 2)} writes and ${num(h.wcuPerReaderPerInterval, 2)} WCU per held reader per heartbeat interval (the item was ${h.maxItemBytes} B: each reader's heartbeat rewrites it, billed by its size).`;
+  return `### 13. Read locks\n\n${note}\n\n${lines.join('\n')}\n`;
 }
 
 /** Scenario 12: multi-key transfers next to two nested mutex acquisitions, in the same run. */

@@ -18,6 +18,8 @@ import { reportRetry, takeTransient, unavailableError } from '../waiting/transie
 const POLL_MIN_MS = 5;
 /** Growth of the pause while nothing moves. */
 const POLL_GROWTH = 1.5;
+/** While nothing moves, a waiting reader reads at least once per this many usual holds of the key. */
+const OVERDUE_HOLDS = 4;
 
 /** What a read acquisition needs from its primitive. */
 export interface ReadAcquisitionHost {
@@ -135,7 +137,7 @@ export class ReadAcquisition {
     if (this.single) throw this.busyError();
     if (now >= this.waiter.deadline) throw this.deadlineError();
     this.host.noteWaiting(this.waiter);
-    await sleep(Math.min(this.pollDelay(record), this.waiter.deadline - now), this.waiter.cancel.signal);
+    await sleep(Math.min(this.pollDelay(), this.waiter.deadline - now), this.waiter.cancel.signal);
     await this.read();
     return undefined;
   }
@@ -279,13 +281,16 @@ export class ReadAcquisition {
   }
 
   /**
-   * When to read next: when the holder's usual hold is over (a writer) or soon (a line of writers),
-   * backing off while nothing moves, never past `maxPollMs`.
+   * When to read next: half the key's usual hold at first, then backing off while nothing moves,
+   * up to a few holds (a line of writers takes several) and never past `maxPollMs`. A reader waits
+   * behind writers without a ticket, so waiting readers read on their own: the cap keeps a crowd of
+   * them from flooding the item with reads while a writer waits for the group to drain.
    */
-  private pollDelay(record: LockRecord): number {
-    const holdMs = record.lastHoldMs ?? this.host.history.holdEstimate(this.waiter.storedKey);
-    const backoff = POLL_MIN_MS * POLL_GROWTH ** Math.min(this.streak, 30);
-    const estimate = holdMs === undefined ? backoff : Math.min(backoff, Math.max(POLL_MIN_MS, holdMs / 2));
+  private pollDelay(): number {
+    const holdMs = this.current?.lastHoldMs ?? this.host.history.holdEstimate(this.waiter.storedKey);
+    const growth = POLL_GROWTH ** Math.min(this.streak, 30);
+    const estimate =
+      holdMs === undefined ? POLL_MIN_MS * growth : Math.min(Math.max(POLL_MIN_MS, holdMs / 2) * growth, OVERDUE_HOLDS * holdMs);
     return jitter(Math.min(this.host.options.maxPollMs, Math.max(POLL_MIN_MS, estimate)), 0.1);
   }
 
