@@ -42,7 +42,9 @@ describe('snippets of the README and the guide', () => {
     console.info(`${snippets.length - fragments.length} TypeScript snippets compiled, ${fragments.length} skipped as fragments`);
     expect(snippets.length - fragments.length).toBeGreaterThanOrEqual(30);
     for (const fragment of fragments) {
-      expect(`${fragment.source}: ${FRAGMENTS[fragment.source]?.test(fragment.code) ? 'allowed' : fragment.code}`).toBe(`${fragment.source}: allowed`);
+      expect(`${fragment.source}: ${FRAGMENTS[fragment.source]?.test(fragment.code) ? 'allowed' : fragment.code}`).toBe(
+        `${fragment.source}: allowed`,
+      );
     }
     // The testing page keeps both specs, and the Quick start its modules.
     expect(snippets.filter((s) => s.source === 'docs/testing.md').map((s) => s.fileName)).toEqual(
@@ -53,10 +55,14 @@ describe('snippets of the README and the guide', () => {
     );
   });
 
-  it.each<AppKind>(['commonjs', 'module'])('compile, with their imports, in a %s app', (kind) => {
-    const problems = checkSnippets(snippets, root, kind).map((p) => `${p.source}:${p.readmeLine}: ${p.message}`);
-    expect(problems).toEqual([]);
-  }, 180_000);
+  it.each<AppKind>(['commonjs', 'module'])(
+    'compile, with their imports, in a %s app',
+    (kind) => {
+      const problems = checkSnippets(snippets, root, kind).map((p) => `${p.source}:${p.readmeLine}: ${p.message}`);
+      expect(problems).toEqual([]);
+    },
+    180_000,
+  );
 });
 
 describe('Testing your application', () => {

@@ -126,7 +126,8 @@ export function checkSnippets(snippets: readonly Snippet[], root: string, kind: 
   }
 
   const program = ts.createProgram({ rootNames: [...byFile.keys()], options: compilerOptions(root), host: hostWith(virtual) });
-  for (const diagnostic of program.getOptionsDiagnostics()) problems.push({ source: 'tsconfig', readmeLine: 0, message: flatten(diagnostic) });
+  for (const diagnostic of program.getOptionsDiagnostics())
+    problems.push({ source: 'tsconfig', readmeLine: 0, message: flatten(diagnostic) });
   for (const [file, snippet] of byFile) {
     const source = program.getSourceFile(file);
     if (!source) {
