@@ -33,7 +33,12 @@ const config = {
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   extensionsToTreatAsEsm: ['.ts'],
   // Allow `./x.js` specifiers in TypeScript sources to resolve to `./x.ts`.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1', '^nestjs-dynamo-lock$': '<rootDir>/lib/index.ts' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    '^nestjs-dynamo-lock$': '<rootDir>/lib/index.ts',
+    // Not a dependency: the testing page's vitest spec runs on Jest (test/docs/support/vitest-on-jest.ts).
+    '^vitest$': '<rootDir>/test/docs/support/vitest-on-jest.ts',
+  },
   transform: { '^.+\\.ts$': ['@swc/jest', swcOptions] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

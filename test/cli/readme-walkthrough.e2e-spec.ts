@@ -1,5 +1,5 @@
 /**
- * The README's `dynamo-lock` walkthrough, run verbatim: its shell block is taken from README.md
+ * The `dynamo-lock` walkthrough of docs/cli.md, run verbatim: its shell block is taken from the page
  * and run by bash, with `npx dynamo-lock` resolving to the built CLI and the scripts it names as
  * small stubs. The SDK's own `AWS_ENDPOINT_URL_DYNAMODB` points it at the test server, as the
  * README tells users of DynamoDB Local; nothing else is changed.
@@ -16,12 +16,12 @@ import { createTestClient, deleteTable, describeEachServer } from '../support/se
 import { killOnExit } from '../../tools/exit-guard.mjs';
 import { builtCli, repoRoot } from './support/cli-process';
 
-/** The first shell block of the README's command-line section. */
+/** The first shell block of the command-line page (docs/cli.md). */
 function walkthrough(): string {
-  const readme = readFileSync(path.join(repoRoot(), 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Command line: `dynamo-lock`'));
+  const readme = readFileSync(path.join(repoRoot(), 'docs', 'cli.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('# Command line: `dynamo-lock`'));
   const block = /```sh\n([\s\S]*?)```/.exec(section);
-  if (!block) throw new Error('README: no ```sh block in the command-line section');
+  if (!block) throw new Error('docs/cli.md: no ```sh block');
   return block[1];
 }
 

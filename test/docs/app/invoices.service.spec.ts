@@ -2,8 +2,8 @@
 import { jest } from '@jest/globals';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DynamoLockModule, LockBusyError, LockService } from 'nestjs-dynamo-lock';
-import { InvoicesService } from './invoices.service';
-import { PaymentsService } from './payments.service';
+import { InvoicesService } from './invoices.service.js';
+import { PaymentsService } from './payments.service.js';
 jest.setTimeout(5_000); // readme: omit. Jest's default (this repository sets 15 s): the README says the spec passes within it.
 
 describe('InvoicesService', () => {

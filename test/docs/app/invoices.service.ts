@@ -1,7 +1,7 @@
 // invoices.service.ts
 import { Injectable } from '@nestjs/common';
 import { LockService, WithLock } from 'nestjs-dynamo-lock';
-import { PaymentsService } from './payments.service';
+import { PaymentsService } from './payments.service.js';
 
 @Injectable()
 export class InvoicesService {

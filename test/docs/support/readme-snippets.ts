@@ -1,16 +1,19 @@
 /**
- * The README's TypeScript snippets, compiled as a reader would paste them: each ```ts block is a
- * module of a small app in `test/docs/app`, where `./payments.service` and the like are the
- * stand-ins of the app's own code, and `nestjs-dynamo-lock` (and its `/health` and `/standalone`
- * entry points) resolve to `lib/`. Compiled with the repository's compiler options, as CommonJS
- * modules, like the sample app.
+ * The TypeScript snippets of the README and the guide, compiled as a reader would paste them: each
+ * ```ts block of a page is a module of a small app, where `./payments.service.js` and the like are
+ * the stand-ins of the app's own code (`test/docs/app`), and `nestjs-dynamo-lock` (and its `/health`
+ * and `/standalone` entry points) resolve to `lib/`. Every page is its own app, compiled twice with
+ * the repository's strict options: once as a CommonJS project (a Nest 11 app) and once as an
+ * ES-module project (`"type": "module"`, a Nest 12 app); both with `"module": "nodenext"` and
+ * `isolatedModules`, as `nest new` writes them. The apps are virtual: nothing is written to disk.
  *
- * - A block whose first line is `// name.ts` is the module `name.ts`, so other blocks import it
- *   (`./invoices.service`). If `test/docs/app/name.ts` exists, the block must equal it (lines ending
- *   containing `// readme: omit` left out): that is how the README's test example runs in `npm test`.
+ * - A block whose first line is `// name.ts` is the module `name.ts`, so other blocks of its page
+ *   import it (`./invoices.service.js`); `// name.spec.ts, with vitest` is `name.vitest.spec.ts`. If
+ *   `test/docs/app/<that name>` exists, the block must equal it (lines containing
+ *   `// readme: omit` left out): that is how the testing examples run in `npm test`.
  * - A block preceded by `<!-- snippet: fragment -->` is not compiled; use it sparingly.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
@@ -25,19 +28,26 @@ export interface Snippet {
   fenceLine: number;
   code: string;
   fragment: boolean;
-  /** Module name under `test/docs/app`: from a `// name.ts` first line, else `readme-L<line>.ts`. */
+  /** Module name in its page's app: from a `// name.ts` first line, else `<page>-L<line>.ts`. */
   fileName: string;
+  /** The page, relative to the repository: `README.md`, `docs/cli.md`. */
+  source: string;
 }
 
 /** A compile error, or a difference from the file a snippet must equal, at a README line. */
 export interface SnippetProblem {
+  /** The page, relative to the repository. */
+  source: string;
   readmeLine: number;
   message: string;
 }
 
+/** The two kinds of app a snippet must compile in. */
+export type AppKind = 'commonjs' | 'module';
+
 const TS_FENCE = /^```(ts|typescript)\s*$/;
 const ANY_TS_FENCE = /^\s*```\s*(ts|typescript|tsx)\b/i;
-const NAMED = /^\/\/ ([\w.-]+\.ts)$/;
+const NAMED = /^\/\/ ([\w.-]+?)((?:\.spec)?\.ts)(?:, with (\w+))?$/;
 
 /**
  * Every ```ts and ```typescript block of a Markdown text. `source` names the page in errors and in
@@ -59,12 +69,14 @@ export function extractSnippets(markdown: string, source = 'README.md'): Snippet
     const code = lines.slice(i + 1, end).join('\n') + '\n';
     let previous = i - 1;
     while (previous >= 0 && lines[previous].trim() === '') previous--;
-    const name = NAMED.exec(lines[i + 1] ?? '')?.[1];
+    const named = NAMED.exec(lines[i + 1] ?? '');
+    const name = named && (named[3] ? `${named[1]}.${named[3]}${named[2]}` : `${named[1]}${named[2]}`);
     snippets.push({
       fenceLine: i + 1,
       code,
       fragment: lines[previous]?.trim() === FRAGMENT_MARKER,
       fileName: name ?? `${prefix}-L${i + 1}.ts`,
+      source,
     });
     i = end;
   }
@@ -72,57 +84,68 @@ export function extractSnippets(markdown: string, source = 'README.md'): Snippet
 }
 
 /**
- * Type-checks the snippets that are not fragments in one program and returns every problem with
- * its README line. `root` is the repository.
+ * Type-checks the snippets that are not fragments, each page as an app of the given kind, all in
+ * one program, and returns every problem with its page and line. `root` is the repository.
  */
-export function checkSnippets(snippets: readonly Snippet[], root: string): SnippetProblem[] {
+export function checkSnippets(snippets: readonly Snippet[], root: string, kind: AppKind = 'commonjs'): SnippetProblem[] {
   const appDir = path.join(root, 'test', 'docs', 'app');
+  const kindDir = path.join(root, 'test', 'docs', `.${kind}-apps`);
   const problems: SnippetProblem[] = [];
-  const virtual = new Map<string, string>();
+  // The apps: a package.json of their kind, and in each page's folder the stand-ins of test/docs/app.
+  const virtual = new Map<string, string>([[path.join(kindDir, 'package.json'), JSON.stringify({ type: kind })]]);
+  const standIns = readdirSync(appDir).filter((file) => file.endsWith('.ts'));
   const byFile = new Map<string, Snippet>();
 
   for (const snippet of snippets.filter((s) => !s.fragment)) {
-    const file = path.join(appDir, snippet.fileName);
+    const pageDir = path.join(kindDir, snippet.source.replace(/\.md$/, '').replace(/[/\\]/g, '-'));
+    if (!virtual.has(path.join(pageDir, standIns[0] ?? ''))) {
+      for (const file of standIns) virtual.set(path.join(pageDir, file), readFileSync(path.join(appDir, file), 'utf8'));
+    }
+    const file = path.join(pageDir, snippet.fileName);
     if (byFile.has(file)) {
-      problems.push({ readmeLine: snippet.fenceLine, message: `a second snippet named ${snippet.fileName}` });
+      problems.push({ source: snippet.source, readmeLine: snippet.fenceLine, message: `a second snippet named ${snippet.fileName}` });
       continue;
     }
     byFile.set(file, snippet);
-    if (!existsSync(file)) {
-      virtual.set(file, snippet.code);
-      continue;
+    const real = path.join(appDir, snippet.fileName);
+    if (existsSync(real)) {
+      const expected = readFileSync(real, 'utf8')
+        .split('\n')
+        .filter((line) => !line.includes(OMIT_MARKER))
+        .join('\n');
+      if (expected !== snippet.code) {
+        problems.push({
+          source: snippet.source,
+          readmeLine: snippet.fenceLine,
+          message: `differs from ${path.relative(root, real)}, which it must equal`,
+        });
+        continue;
+      }
     }
-    const expected = readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((line) => !line.includes(OMIT_MARKER))
-      .join('\n');
-    if (expected !== snippet.code) {
-      problems.push({ readmeLine: snippet.fenceLine, message: `differs from ${path.relative(root, file)}, which it must equal` });
-    }
+    virtual.set(file, snippet.code);
   }
 
   const program = ts.createProgram({ rootNames: [...byFile.keys()], options: compilerOptions(root), host: hostWith(virtual) });
-  for (const diagnostic of program.getOptionsDiagnostics()) problems.push({ readmeLine: 0, message: flatten(diagnostic) });
+  for (const diagnostic of program.getOptionsDiagnostics())
+    problems.push({ source: 'tsconfig', readmeLine: 0, message: flatten(diagnostic) });
   for (const [file, snippet] of byFile) {
     const source = program.getSourceFile(file);
     if (!source) {
-      problems.push({ readmeLine: snippet.fenceLine, message: `${snippet.fileName} was not compiled` });
+      problems.push({ source: snippet.source, readmeLine: snippet.fenceLine, message: `${snippet.fileName} was not compiled` });
       continue;
     }
     for (const diagnostic of [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)]) {
       const line = source.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line;
-      if (virtual.has(file)) {
-        problems.push({ readmeLine: snippet.fenceLine + 1 + line, message: flatten(diagnostic) });
-      } else {
-        // A file in test/docs/app may have lines the README leaves out: name the file's own line.
-        problems.push({ readmeLine: snippet.fenceLine, message: `${path.relative(root, file)}:${line + 1}: ${flatten(diagnostic)}` });
-      }
+      problems.push({ source: snippet.source, readmeLine: snippet.fenceLine + 1 + line, message: `(${kind}) ${flatten(diagnostic)}` });
     }
   }
   return problems;
 }
 
-/** The repository's compiler options, with `nestjs-dynamo-lock` mapped to `lib/`. */
+/**
+ * The repository's strict compiler options as a `nest new` app sets its module system
+ * (`nodenext`, `isolatedModules`), with `nestjs-dynamo-lock` mapped to `lib/`.
+ */
 function compilerOptions(root: string): ts.CompilerOptions {
   const configPath = path.join(root, 'tsconfig.json');
   const config = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
@@ -130,13 +153,18 @@ function compilerOptions(root: string): ts.CompilerOptions {
   const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root, undefined, configPath);
   return {
     ...options,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    isolatedModules: true,
     noEmit: true,
     paths: {
       'nestjs-dynamo-lock': [path.join(root, 'lib', 'index.ts')],
       'nestjs-dynamo-lock/health': [path.join(root, 'lib', 'health', 'index.ts')],
       'nestjs-dynamo-lock/standalone': [path.join(root, 'lib', 'standalone', 'index.ts')],
-      // Not a dependency of this repository: the types the SQS recipe uses, from the real package.
+      // Not dependencies of this repository: the types the SQS recipe uses, from the real package,
+      // and the vitest functions of the testing page, on Jest.
       '@aws-sdk/client-sqs': [path.join(root, 'test', 'docs', 'support', 'client-sqs.d.ts')],
+      vitest: [path.join(root, 'test', 'docs', 'support', 'vitest-on-jest.ts')],
     },
   };
 }
@@ -144,16 +172,24 @@ function compilerOptions(root: string): ts.CompilerOptions {
 /** A compiler host that also serves the snippets as files under `test/docs/app`. */
 function hostWith(virtual: ReadonlyMap<string, string>): ts.CompilerHost {
   const host = ts.createCompilerHost({});
-  const { fileExists, readFile, getSourceFile } = host;
+  const { fileExists, readFile, getSourceFile, directoryExists } = host;
+  const virtualDirs = new Set([...virtual.keys()].flatMap((file) => ancestors(path.dirname(file))));
   return {
     ...host,
     fileExists: (file) => virtual.has(file) || fileExists.call(host, file),
+    directoryExists: (dir) => virtualDirs.has(dir) || (directoryExists?.call(host, dir) ?? true),
     readFile: (file) => virtual.get(file) ?? readFile.call(host, file),
     getSourceFile: (file, language, onError, create) => {
       const text = virtual.get(file);
       return text === undefined ? getSourceFile.call(host, file, language, onError, create) : ts.createSourceFile(file, text, language);
     },
   };
+}
+
+/** `dir` and every folder above it. */
+function ancestors(dir: string): string[] {
+  const parent = path.dirname(dir);
+  return parent === dir ? [dir] : [dir, ...ancestors(parent)];
 }
 
 function flatten(diagnostic: ts.Diagnostic): string {
