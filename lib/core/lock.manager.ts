@@ -72,6 +72,7 @@ export class LockManager {
       waitMs: this.options.waitMs,
       acquireOne: (scope, key, options) => this.start(scope, key, options),
       held: (storedKey) => this.context.get(mutex.itemKeyOf(storedKey)),
+      isRead: (lock) => this.primitives.read.lease(lock) !== undefined,
       releaseQuietly: release,
       // Only keys no caller of this process uses, through any primitive (the ordered path says why).
       // A set of read locks is taken key by key (the one-write path takes write locks).

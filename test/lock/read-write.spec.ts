@@ -5,9 +5,10 @@
  * silent readers and writers are passed after their lease (single attempts too), nesting in one
  * call chain, and bad input refused before any request.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockLostError, LockManager, LockValidationError, MemoryLockStore, type Lock } from '../../lib';
+import { MemoryReadStore } from '../../lib/store/rw/read.memory-store';
 import { countRequests } from '../support/request-counter';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
@@ -139,7 +140,11 @@ function readWriteSuite(name: string, setup: () => Managers): void {
       await live.release();
       const w = await writer;
       // Passed one group lease after the writer first saw the group's version, not before.
-      expect(Date.now() - started).toBeGreaterThanOrEqual(LEASE_MS - 50);
+      const waited = Date.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(LEASE_MS - 50);
+      // One group lease after the live reader left, plus reads: far below a second lease's worth of slack.
+      expect(waited).toBeLessThan(3 * LEASE_MS + 2_000);
+      expect(w.fencingToken).toBeGreaterThan(silent.fencingToken);
       await expect(silent.extend()).rejects.toBeInstanceOf(LockLostError);
       await w.release();
     });
@@ -193,6 +198,42 @@ function readWriteSuite(name: string, setup: () => Managers): void {
       await (await writer).release();
     });
 
+    it('a write set inside a read set of the same keys is refused, not granted as the read locks', async () => {
+      const [a, b] = setup()(2);
+      const keys = [newKey('nested-set-a'), newKey('nested-set-b')];
+      await a.withLock(keys, () => expect(a.acquire(keys)).rejects.toThrow(/is read-locked by this very call chain/), { mode: 'read' });
+      // Outside the chain the keys are free again; another manager's reader gets them.
+      const reader = await b.tryAcquire(keys, { mode: 'read' });
+      expect(reader).not.toBeNull();
+      await reader!.release();
+    });
+
+    it('a read lock whose lease ran out is freed by its release at once (its entry goes), not left for a lease', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('expired-release');
+      const reader = await a.acquire(key, { mode: 'read', heartbeat: false, leaseDuration: LEASE_MS });
+      await sleep(LEASE_MS + 100);
+      expect(reader.isHeld).toBe(false);
+      expect(await reader.release({ outcome: true })).toBe('expired');
+      // Nobody holds it: a writer's single attempt gets it.
+      const writer = await b.tryAcquire(key);
+      expect(writer).not.toBeNull();
+      expect(writer!.fencingToken).toBeGreaterThan(reader.fencingToken);
+      await writer!.release();
+    });
+
+    it('inspect() of a free key is null, also while a reader of this manager waits for it', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('inspect-free');
+      const writer = await b.acquire(key);
+      const waiting = a.acquire(key, { mode: 'read', wait: '10s' });
+      await sleep(50);
+      expect((await a.inspect(key))?.owner).toBe('instance-1');
+      await writer.release();
+      await (await waiting).release();
+      expect(await a.inspect(key)).toBeNull();
+    });
+
     it('several keys read-locked at once: two managers hold the same set', async () => {
       const [a, b] = setup()(2);
       const keys = [newKey('set-a'), newKey('set-b')];
@@ -232,6 +273,37 @@ describeEachServer('read locks', (server) => {
 
 describe('read locks [memory store]', () => {
   const managers: LockManager[] = [];
+
+  it("a start applied whose answer was lost (the resend refused, showing the reader's entry) counts the lease from the first send", async () => {
+    const original = MemoryReadStore.prototype.start;
+    let delayed = false;
+    jest.spyOn(MemoryReadStore.prototype, 'start').mockImplementation(async function (this: MemoryReadStore, write) {
+      const result = await original.call(this, write);
+      if (delayed || !result.ok) return result;
+      delayed = true;
+      // The answer is lost; a resend 1.5 s later is refused and shows the entry the first one wrote.
+      await sleep(1_500);
+      return { ok: false, current: result.record };
+    });
+    const store = new MemoryLockStore();
+    const a = new LockManager({ store, verifyTable: false, ownerName: 'a', logger: new MemoryLogger() });
+    const b = new LockManager({ store, verifyTable: false, ownerName: 'b', maxPollInterval: 50, logger: new MemoryLogger() });
+    managers.push(a, b);
+    try {
+      const pending = a.acquire('lost-start', { mode: 'read', heartbeat: false, leaseDuration: 2_000 });
+      await sleep(100);
+      const writer = b.acquire('lost-start', { wait: '10s' });
+      const reader = await pending;
+      const w = await writer;
+      // Never both: the reader's lease counted from its first send (it renewed or found itself passed).
+      expect(reader.isHeld && w.isHeld).toBe(false);
+      await w.release();
+      await reader.release();
+    } finally {
+      jest.restoreAllMocks();
+    }
+  });
+
   afterAll(() => Promise.all(managers.map((m) => m.close())));
   readWriteSuite('memory', () => {
     const store = new MemoryLockStore();

@@ -1,5 +1,5 @@
 import { LockValidationError } from '../../errors/lock.errors';
-import { MULTI_PARTLY_HELD } from '../../errors/lock.messages';
+import { MULTI_PARTLY_HELD, WRITE_INSIDE_READ } from '../../errors/lock.messages';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
 import { monotonicNow } from '../../utils/clock';
 import { nestedLock, type Lock } from '../engine/lock';
@@ -16,6 +16,8 @@ export interface MultiLockHost {
   acquireOne(scope: string, key: string, options: AcquireOptions): Promise<Lock>;
   /** The lock the async context holds for a stored key, if any. */
   held(storedKey: string): Lock | undefined;
+  /** Whether a lock is a read lock (`mode: 'read'`): a write set inside it would wait for itself. */
+  isRead(lock: Lock): boolean;
   /** Gives back a lock, logging (not throwing) a failure. */
   releaseQuietly(lock: Lock): Promise<void>;
   /**
@@ -41,7 +43,7 @@ export interface MultiLockHost {
  */
 export async function acquireMulti(host: MultiLockHost, scope: string, keys: unknown, options: AcquireOptions): Promise<Lock> {
   const set = resolveMultiKeys(scope, keys, options, host.keyPrefix);
-  const nested = nestedSet(host, scope, set);
+  const nested = nestedSet(host, scope, set, options);
   if (nested) return nested;
   const waitMs = options.wait === undefined ? host.waitMs : resolveWait(options.wait);
   const deadline = monotonicNow() + waitMs;
@@ -91,10 +93,12 @@ async function acquireInOrder(
  * A set the async context holds already: a nested handle over its locks (its release leaves them
  * to their holders). Held in part: an error, as taking the rest now could close a cycle.
  */
-function nestedSet(host: MultiLockHost, scope: string, set: readonly MultiKey[]): Lock | undefined {
+function nestedSet(host: MultiLockHost, scope: string, set: readonly MultiKey[], options: AcquireOptions): Lock | undefined {
   const held = set.map(({ storedKey }) => host.held(storedKey));
   if (held.every((lock) => lock === undefined)) return undefined;
   const locks = held.filter((lock): lock is Lock => lock !== undefined);
+  const read = options.mode !== 'read' && locks.find((lock) => host.isRead(lock));
+  if (read) throw new LockValidationError(WRITE_INSIDE_READ(scope, read.key));
   if (locks.length < set.length) {
     const heldKeys = set.filter((_, i) => held[i] !== undefined).map(({ key }) => key);
     const missing = set.filter((_, i) => held[i] === undefined).map(({ key }) => key);

@@ -62,8 +62,14 @@ export class ReadAcquisition {
   private current: LockRecord | undefined;
   /** The item was answered by this acquisition (not only remembered). */
   private fresh = false;
-  /** Monotonic send time of the earliest write whose outcome is unknown: a lease found later counts from it. */
+  /** Monotonic send time of the earliest write whose outcome is unknown (an error): clean-up looks then. */
   private uncertainSince: number | undefined;
+  /**
+   * Monotonic send time of this acquisition's first start or join: an entry of this reader that an
+   * answer shows later was written by one of them (the SDK may have resent one whose answer was
+   * lost, and its resend be refused), so its lease counts from then.
+   */
+  private firstWriteAt: number | undefined;
   private readonly id: string;
   private readonly backoff = new RetryBackoff();
   private streak = 0;
@@ -147,6 +153,7 @@ export class ReadAcquisition {
     const { waiter, host } = this;
     const entry = newEntry(waiter.token, waiter.leaseMs, waiter.owner);
     const sentAt = monotonicNow();
+    this.firstWriteAt ??= sentAt;
     let result: WriteResult;
     try {
       result =
@@ -161,7 +168,8 @@ export class ReadAcquisition {
     if (!this.after(result)) return undefined;
     const own = readerOf(this.current, this.id);
     if (!own || !this.current) return undefined;
-    return this.granted(this.current, own, this.uncertainSince ?? sentAt);
+    // Granted by this very write (a join or start that succeeded created the entry).
+    return this.granted(this.current, own, sentAt);
   }
 
   /**
@@ -169,7 +177,7 @@ export class ReadAcquisition {
    * from that write's send. Half of it gone already, one heartbeat renews it first (or shows it passed).
    */
   private async confirm(record: LockRecord, entry: ReaderEntry): Promise<ReadGranted | undefined> {
-    const from = this.uncertainSince ?? monotonicNow();
+    const from = Math.min(this.uncertainSince ?? Number.POSITIVE_INFINITY, this.firstWriteAt ?? monotonicNow());
     if (from + this.waiter.leaseMs / 2 > monotonicNow()) return this.granted(record, entry, from);
     const { waiter } = this;
     const sentAt = monotonicNow();

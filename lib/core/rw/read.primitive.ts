@@ -15,7 +15,7 @@ import type { AcquireOptions } from '../../interfaces/acquire-options.interface'
 import type { LockInfo } from '../../interfaces/lock-info.interface';
 import type { LockRecord } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
-import { newEntry, readerIdOf, readerOf, readerToken } from '../../store/rw/read.record';
+import { newEntry, type ReaderEntry, readerIdOf, readerOf, readerToken } from '../../store/rw/read.record';
 import type { ReadStorePort } from '../../store/rw/read-store.port';
 import { monotonicNow } from '../../utils/clock';
 import { toStoredKey } from '../../utils/lock-key.validation';
@@ -169,7 +169,8 @@ export class ReadPrimitive implements LockPrimitive {
     const { events, options } = this.context;
     const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     const { store } = this;
-    if (!lease || !store) return 'not-held';
+    if (!store) return 'not-held';
+    if (!lease) return this.freeExpired(lock, store);
     const heldMs = monotonicNow() - lease.acquiredAt;
     const usualMs = lease.quiet ? undefined : heldMs;
     if (usualMs !== undefined) this.history.recordHold(lease.storedKey, usualMs);
@@ -189,6 +190,23 @@ export class ReadPrimitive implements LockPrimitive {
       }
       return done ? 'released' : 'not-held';
     });
+  }
+
+  /**
+   * A read lock whose lease ran out on the local clock: its entry, unchanged since its last write,
+   * goes at once (the pass is conditioned on that version), so writers do not wait for it.
+   */
+  private async freeExpired(lock: Lock, store: ReadStorePort): Promise<ReleaseOutcome> {
+    const lease = this.keeper.takeExpired(lock);
+    if (!lease?.rvn) return 'not-held';
+    const entry: ReaderEntry = { ...newEntry(lease.token, lease.leaseMs, lock.owner), version: lease.rvn };
+    const freed = await this.keeper
+      .serial(lease, () => store.pass(lease.storedKey, entry))
+      .then((result) => result.ok)
+      .catch(() => false);
+    if (!freed) return 'not-held';
+    this.context.events.emitFor(lease, { type: 'cleanup', key: lock.key, owner: lock.owner, outcome: 'released' });
+    return 'expired';
   }
 
   /**
@@ -233,7 +251,7 @@ export class ReadPrimitive implements LockPrimitive {
   async inspect(_key: string, storedKey: string): Promise<LockInfo | null | undefined> {
     const record = await this.context.stores.mutex.read(storedKey);
     if (record === undefined) return undefined;
-    return lockInfoOf(record, this.context.options.keyPrefix);
+    return isHeld(record) ? lockInfoOf(record, this.context.options.keyPrefix) : null;
   }
 
   /** The mutex primitive lists every held mutex item, read groups among them. */

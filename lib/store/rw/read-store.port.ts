@@ -14,7 +14,9 @@ export interface ReaderWrite {
  * ticket between `head` and `tail` left (nobody waits behind the group).
  */
 export interface JoinWrite extends ReaderWrite {
+  /** The ticket served as the reader saw it (the group's). */
   head: number;
+  /** The next ticket as the reader saw it. */
   tail: number;
 }
 

@@ -5,6 +5,7 @@ import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import { type ConditionalUpdate, updateItem } from '../dynamo/item-requests';
 import { DEFAULT_TABLE_KEYS, itemKeyOf } from '../dynamo/table-schema';
 import type { DynamoMutexStore } from '../mutex/mutex.dynamo-store';
+import { LockUnavailableError } from '../../errors/lock.errors';
 import { READ_LEAVE_CONTENDED } from '../../errors/lock.messages';
 import { FREE, heldValue, lastHold, noHold, onlyLockItem } from '../mutex/mutex.expressions';
 import { ATTRIBUTE_NAMES, LEFT_MAX, type LockRecord, leftRun, toLockRecord } from '../mutex/mutex.record';
@@ -135,7 +136,7 @@ export class DynamoReadStore implements ReadStorePort {
       if (!entry || (seen && entry.version !== seen.version)) return { ok: false, current };
       last = Object.keys(current?.readers ?? {}).length === 1;
     }
-    throw new Error(READ_LEAVE_CONTENDED(key, LEAVE_ATTEMPTS));
+    throw new LockUnavailableError(READ_LEAVE_CONTENDED(key, LEAVE_ATTEMPTS), key, 0, 0);
   }
 
   /** Sends a write that sets the reader's lease: kept when the group's is as long, else raised (see the class). */
@@ -149,7 +150,8 @@ export class DynamoReadStore implements ReadStorePort {
     return this.update(key, entry.leaseMs, now, {
       ...base,
       set: [...base.set, '#lease = :lease'],
-      condition: `${base.condition} AND #lease < :lease`,
+      // `<=`: a resend of an applied raise is applied again (the lease equals it then), not refused.
+      condition: `${base.condition} AND #lease <= :lease`,
     });
   }
 

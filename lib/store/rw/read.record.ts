@@ -9,7 +9,7 @@ import type { LockRecord } from '../mutex/mutex.record';
  * line behind it, and is served by the group's last release.
  */
 
-/** The token of a read group: two characters no random owner token contains. */
+/** The token of a read group: a control character and a word, which no random owner token can equal. */
 export const READ_GROUP_TOKEN = '\u001fread';
 
 /** The owner name a read group shows to writers and to `inspect()` of older versions. */
@@ -32,6 +32,7 @@ export interface ReaderEntry {
   version: string;
   /** The reader's lease, in ms. */
   leaseMs: number;
+  /** The reader's owner name, cut to {@link READER_OWNER_MAX} characters. */
   owner: string;
 }
 

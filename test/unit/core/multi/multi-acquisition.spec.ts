@@ -44,6 +44,7 @@ function hostOf(onAcquire: (key: string, calls: number, taken: Map<string, Retur
       return lock.lock;
     },
     held: () => undefined,
+    isRead: () => false,
     releaseQuietly: async (lock) => void released.push(lock),
     acquireAll: async () => undefined,
   };
