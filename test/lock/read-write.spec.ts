@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockLostError, LockManager, LockValidationError, MemoryLockStore, type Lock } from '../../lib';
+import { internalsOf } from '../../lib/core/engine/lock.internals';
 import { MemoryReadStore } from '../../lib/store/rw/read.memory-store';
 import { countRequests } from '../support/request-counter';
 import { LockFixture, MemoryLogger } from '../support/lock-fixture';
@@ -160,6 +161,26 @@ function readWriteSuite(name: string, setup: () => Managers): void {
       expect(reader!.fencingToken).toBeGreaterThan(silent.fencingToken);
       await expect(silent.extend()).rejects.toBeInstanceOf(LockLostError);
       await reader!.release();
+    });
+
+    it('a writer that dies waiting behind readers (its ticket served, never claimed) keeps readers out for its claim lease only', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('dead-waiter');
+      const reader = await a.acquire(key, { mode: 'read' });
+      // A writer of a process that then dies: its ticket, taken behind the group, and nothing more.
+      const { mutex } = internalsOf(a).stores;
+      const queued = await mutex.enqueue({ key: `${key}`, token: 'f'.repeat(32), claimMs: 1_000 });
+      expect(queued.ok).toBe(true);
+      expect(await refusedRead(b, key)).toBe(true);
+      await reader.release();
+      const started = Date.now();
+      const next = await b.acquire(key, { mode: 'read', wait: '20s' });
+      const waited = Date.now() - started;
+      // The served ticket's claim lease (1 s) on the reader's clock, then one pass: not for ever.
+      expect(waited).toBeGreaterThanOrEqual(900);
+      expect(waited).toBeLessThan(10_000);
+      expect(next.fencingToken).toBeGreaterThan(reader.fencingToken);
+      await next.release();
     });
 
     it('a dead reader among live ones is dropped by the readers that wait: the key keeps no dead entry', async () => {

@@ -55,8 +55,8 @@ export interface ReadGranted {
  * - A writer holds or waits (a ticket in line): the reader does not take a ticket; it reads the item
  *   when a release is due and enters once the line is empty again, so writers go first.
  * - A reader of the group whose entry stayed unchanged for its lease is passed (its process is
- *   gone); so is a silent head of the line when nobody else waits (after its lease), or the whole
- *   line when nothing moved in it for two leases (every waiter in it gone). No wall clocks compared.
+ *   gone); so is a silent head of the line (a writer, or a waiter served that never claimed), as a
+ *   waiter of the line passes it, serving the next ticket. No wall clocks compared.
  */
 export class ReadAcquisition {
   private current: LockRecord | undefined;
@@ -138,7 +138,7 @@ export class ReadAcquisition {
     if (run) return void this.after(await this.host.mutex.passLeft(this.waiter.storedKey, run));
     const dead = this.deadReader(record, now);
     if (dead) return void (await this.pass(dead));
-    if (!isReadGroup(record) && this.silentLine(record, now)) return void (await this.skip(record));
+    if (!isReadGroup(record) && this.silentHead(record, now)) return void (await this.skip(record));
     this.noteBusy(record);
     if (this.single) throw this.busyError();
     if (now >= this.waiter.deadline) throw this.deadlineError();
@@ -244,33 +244,32 @@ export class ReadAcquisition {
   }
 
   /**
-   * Whether the line's head (a writer, or a waiter served that has not written) stayed silent for
-   * its lease with nobody else in line, or nothing at all moved in the line for two of the longest
-   * leases it shows (every waiter in it gone too: live ones pass a silent head themselves).
+   * Whether the line's head (a writer, or a waiter served that never wrote) stayed silent for its
+   * lease (its claim lease when it never wrote), on this host's monotonic clock, as a waiter of the
+   * line watches it: its process is gone. Without this a reader, which holds no ticket, would poll
+   * for ever behind a dead writer that no later writer comes to pass.
    */
-  private silentLine(record: LockRecord, now: number): boolean {
+  private silentHead(record: LockRecord, now: number): boolean {
     if (!record.rvn || !isHeld(record)) return false;
     const seen = versionOf({ ...record, rvn: record.rvn }, this.host.options.leaseMs);
-    const waiting = ticketsWaiting(record);
-    const leaseMs = waiting === 0 ? seen.leaseMs : 2 * Math.max(seen.leaseMs, record.claimMs ?? 0);
-    const watched = this.host.history.observe(
-      `${this.waiter.storedKey}\u0000line`,
-      { ...seen, version: `${seen.version}/${record.tail}/${record.live ?? ''}`, leaseMs },
-      now,
-    );
-    return now - watched.at >= leaseMs;
+    const watched = this.host.history.observe(`${this.waiter.storedKey}\u0000head`, seen, now);
+    return now - watched.at >= watched.leaseMs;
   }
 
-  /** Passes the silent line: the item is free after it (no holder is written), and the next step starts a group. */
+  /**
+   * Passes the silent head as a waiter of the line would, without taking its place: `head` moves on
+   * by one (conditioned on the version watched and the roll call), so the next ticket is served, or
+   * the item is free when none waits (the next step starts a group).
+   */
   private async skip(record: LockRecord): Promise<void> {
+    const head = record.head ?? 0;
     const result = await this.host.mutex.skip({
       key: this.waiter.storedKey,
       rvn: record.rvn ?? '',
       live: record.live,
-      target: record.tail ?? 0,
+      target: head + 1,
       holder: undefined,
       fireLost: record.fire?.outcome === 'running',
-      leftPassed: record.left?.filter((ticket) => ticket >= (record.head ?? 0)),
     });
     if (result.ok) {
       this.passed = true;
