@@ -25,7 +25,7 @@
  *   LOSS        lost answers (a reader's start, join or release) in a run
  *   DUPS        late copies of a reader's start or join in a run
  *   CRASHES     readers crashing while they hold (liveness runs; in safety runs a pause is one)
- *   WCRASHES    writers crashing while they hold (liveness runs)
+ *   WCRASHES    writers crashing while they hold or wait in the line (liveness runs)
  *   LIVE        liveness run: LIVE_READERS checks every reader, else every writer, is served
  *   COVER_READERS_OVERLAP  asserts that two readers never hold at once (must fail)
  *   Broken variants, which must fail: BUG_RW_JOIN_IGNORES_LINE (liveness),
@@ -531,7 +531,7 @@ active [NW] proctype writer() {
   :: d_step { ph[P] == CLAIMP -> actClaim(); canon() }
   :: d_step { ph[P] == HOLD && rem[P] > 0 && hbs[P] < HBS -> actWHeartbeat(); canon() }
   :: d_step { ph[P] == HOLD -> actWRelease(); canon() }
-  :: d_step { ph[P] == HOLD && rem[P] > 0 && wcrashLeft > 0 -> wcrashLeft--; crash(); canon() }
+  :: d_step { (ph[P] == HOLD && rem[P] > 0 || ph[P] == WAIT) && wcrashLeft > 0 -> wcrashLeft--; crash(); canon() }
   od
 }
 

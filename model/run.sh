@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     --deep) deep=1 ;;
     --keep) keep=1 ;;
     --jobs) jobs="$2"; shift ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
     *) only+=("$1") ;;
   esac
   shift
