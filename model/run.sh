@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Checks the SPIN models of the cross-process waiting protocol (model/waiting.pml) and of readers
-# and writers on one lock item (model/read-write.pml), see model/README.md. Every configuration marked "pass" must verify without an error; every
-# broken variant marked "fail" must be caught (so the checks are known to bite). Exits non-zero
-# on any other outcome.
+# Checks the SPIN models of the cross-process waiting protocol (model/waiting.pml) and of
+# readers and writers on one lock item (model/read-write.pml), see model/README.md. Every
+# configuration marked "pass" must verify without an error; every broken variant marked "fail"
+# must be caught (so the checks are known to bite). Exits non-zero on any other outcome.
 #
 # Usage: model/run.sh [--deep] [--jobs N] [--keep] [name ...]
 #   --deep    also run the larger configurations (minutes; not part of `npm run model`)
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     --deep) deep=1 ;;
     --keep) keep=1 ;;
     --jobs) jobs="$2"; shift ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
     *) only+=("$1") ;;
   esac
   shift
