@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Checks the SPIN model of the cross-process waiting protocol (model/waiting.pml, see
-# model/README.md). Every configuration marked "pass" must verify without an error; every
-# broken variant marked "fail" must be caught (so the checks are known to bite). Exits non-zero
-# on any other outcome.
+# Checks the SPIN models of the cross-process waiting protocol (model/waiting.pml) and of
+# readers and writers on one lock item (model/read-write.pml), see model/README.md. Every
+# configuration marked "pass" must verify without an error; every broken variant marked "fail"
+# must be caught (so the checks are known to bite). Exits non-zero on any other outcome.
 #
 # Usage: model/run.sh [--deep] [--jobs N] [--keep] [name ...]
 #   --deep    also run the larger configurations (minutes; not part of `npm run model`)
@@ -12,7 +12,6 @@
 # Needs spin (Debian package `spin`) and a C compiler.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-model="$here/waiting.pml"
 
 deep=0 keep=0 jobs=2
 only=()
@@ -61,6 +60,31 @@ configs=(
   "bug-pass-left-keeps-version|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=1 -DDUPS=0 -DABANDONS=1 -DBUG_PASS_LEFT_KEEPS_RVN|broken: the pass of left tickets keeps the record version"
   "bug-pass-left-no-head-check|safety|fail|-DN=2 -DROUNDS=2 -DLOSS=0 -DDUPS=0 -DABANDONS=1 -DBUG_PASS_LEFT_NO_HEAD_CHECK|broken: the pass of left tickets is conditioned on no token only, not on the head it saw"
 )
+# Readers and writers (model/read-write.pml): 1 writer and 2 readers unless said, every reader
+# 1 acquisition in safety runs, for ever in liveness runs.
+rw_configs=(
+  "rw-safety|safety|pass|-DNW=1 -DNR=2 -DLOSS=1 -DDUPS=1|1 writer, 2 readers: a lost answer (start, join or release), a late copy of a start or join (a ghost entry); pauses anywhere"
+  "rw-safety-leases|safety|pass|-DNW=1 -DNR=2 -DLR0=2 -DLR1=4 -DLOSS=1 -DDUPS=1|as rw-safety with reader leases of 2 and 4 ticks (the group lease is the largest)"
+  "rw-safety-2w|safety|pass|-DNW=2 -DNR=1 -DLOSS=1 -DDUPS=1|2 writers, 1 reader: a group between writers, a writer passing a silent group or writer"
+  "cover-readers-overlap|safety|fail|-DNW=1 -DNR=2 -DLOSS=0 -DDUPS=0 -DCOVER_READERS_OVERLAP|reachability: asserting that two readers never hold at once must fail (readers do share)"
+  "rw-live-writer|live|pass|-DNW=1 -DNR=2 -DWROUNDS=2 -DRROUNDS=0 -DLOSS=0 -DDUPS=0|writer preference: a writer that wants the lock holds (twice) while 2 readers re-acquire for ever"
+  "rw-live-writer-crash|live|pass|-DNW=1 -DNR=2 -DWROUNDS=1 -DRROUNDS=0 -DLOSS=1 -DDUPS=0 -DCRASHES=1|as rw-live-writer with a reader crashing while it holds, and a lost answer"
+  "bug-rw-join-ignores-line|live|fail|-DNW=1 -DNR=2 -DRROUNDS=0 -DLOSS=0 -DDUPS=0 -DBUG_RW_JOIN_IGNORES_LINE|broken: a join not conditioned on head and tail as seen (a waiting writer does not block it): the writer starves"
+  "bug-rw-join-while-writer|safety|fail|-DNW=1 -DNR=2 -DLOSS=0 -DDUPS=0 -DBUG_RW_JOIN_WHILE_WRITER|broken: a join not conditioned on token = R (a reader joins a writer that holds)"
+  "bug-rw-pass-without-version|safety|fail|-DNW=1 -DNR=2 -DLOSS=0 -DDUPS=0 -DBUG_RW_PASS_WITHOUT_VERSION|broken: the pass of a dead reader entry conditioned on its presence, not its version"
+  "bug-rw-heartbeat-keeps-rvn|safety|fail|-DNW=1 -DNR=2 -DLOSS=0 -DDUPS=0 -DBUG_RW_HEARTBEAT_KEEPS_RVN|broken: a reader heartbeat keeps the record version (a writer passes a live group)"
+  "bug-rw-group-lease-not-max|safety|fail|-DNW=1 -DNR=2 -DLR0=4 -DLR1=2 -DLOSS=0 -DDUPS=0 -DBUG_RW_GROUP_LEASE_NOT_MAX|broken: the group lease is the last reader write's, not the largest (leases 4 and 2)"
+  "finding-rw-reader-behind-dead-writer|live|fail|-DNW=1 -DNR=2 -DRROUNDS=1 -DLOSS=0 -DDUPS=0 -DWCRASHES=1 -DLIVE_READERS|finding (README): a writer crashes while it holds; no other writer comes: the readers poll for ever"
+  "finding-rw-reader-behind-dead-writer-fixed|live|pass|-DNW=1 -DNR=2 -DRROUNDS=1 -DLOSS=0 -DDUPS=0 -DWCRASHES=1 -DLIVE_READERS -DFIX_READER_PASSES_HOLDER|the same with the fix: a waiting reader passes a silent writer (or unclaimed head) with the mutex skip"
+  "rw-safety-fix-reader-passes-holder|safety|pass|-DNW=1 -DNR=2 -DLOSS=1 -DDUPS=0 -DFIX_READER_PASSES_HOLDER|rw-safety (a lost answer) with the fix of the finding: readers passing a silent writer or unclaimed head"
+)
+rw_deep_configs=(
+  "deep-rw-2rounds|safety|pass|-DNW=1 -DNR=2 -DRROUNDS=2 -DLOSS=0 -DDUPS=1|1 writer, 2 readers x 2 acquisitions, a late copy (a ghost entry of an older acquisition)"
+  "deep-rw-safety-fix|safety|pass|-DNW=1 -DNR=2 -DLOSS=1 -DDUPS=1 -DFIX_READER_PASSES_HOLDER|rw-safety with the fix of the finding, a lost answer and a late copy"
+  "deep-rw-live-writer-faults|live|pass|-DNW=1 -DNR=2 -DWROUNDS=1 -DRROUNDS=0 -DLOSS=1 -DDUPS=1 -DCRASHES=1|rw-live-writer-crash with a late copy too"
+)
+declare -A model_of=()
+for c in "${rw_configs[@]}" "${rw_deep_configs[@]}"; do model_of[${c%%|*}]=read-write.pml; done
 deep_configs=(
   "deep-3p-all|safety|pass|-DN=3 -DROUNDS=1 -DLOSS=1 -DDUPS=1 -DABANDONS=1|3 processes; a lost answer, a late duplicate and a waiter giving up in one run"
   "deep-3p-2rounds|safety|pass|-DN=3 -DROUNDS=2 -DTOKS=4 -DLOSS=0 -DDUPS=0 -DABANDONS=1|3 processes x 2 acquisitions, a waiter giving up"
@@ -72,7 +96,10 @@ deep_configs=(
 # Searches of more than about 5 s (compiled with more optimisation, see run_one).
 declare -A long_search=([safety-2p]=1 [safety-2p-leases]=1 [safety-3p-loss]=1 [safety-2p-leave]=1
   [deep-3p-all]=1 [deep-3p-2rounds]=1 [deep-live-3p-2rounds]=1 [deep-3p-2rounds-leave]=1
-  [deep-pass-left-without-no-token]=1 [deep-pass-left-without-in-left]=1)
+  [deep-pass-left-without-no-token]=1 [deep-pass-left-without-in-left]=1
+  [rw-safety]=1 [rw-safety-leases]=1 [deep-rw-2rounds]=1 [deep-rw-safety-fix]=1 [deep-rw-live-writer-faults]=1)
+configs+=("${rw_configs[@]}")
+deep_configs+=("${rw_deep_configs[@]}")
 [ "$deep" -eq 1 ] && configs+=("${deep_configs[@]}")
 if [ ${#only[@]} -gt 0 ]; then
   selected=()
@@ -101,9 +128,9 @@ summarise_trail() {
 # Runs one configuration in its own directory; writes "result" (one line) and "details" there.
 run_one() {
   local name=$1 kind=$2 expect=$3 defs=$4
-  local dir="$work/$name" started rc outcome
+  local dir="$work/$name" started rc outcome file=${model_of[$name]:-waiting.pml}
   mkdir -p "$dir"
-  cp "$model" "$dir/"
+  cp "$here/$file" "$dir/"
   started=$(now_ms)
   (
     cd "$dir"
@@ -133,16 +160,16 @@ run_one() {
       panflags="$panflags -w25"
     fi
     # shellcheck disable=SC2086
-    spin -a $defs $live_def waiting.pml >spin.out 2>&1 || { echo "spin -a failed: $(head -3 spin.out)" >error; exit 0; }
+    spin -a $defs $live_def "$file" >spin.out 2>&1 || { echo "spin -a failed: $(head -3 spin.out)" >error; exit 0; }
     # shellcheck disable=SC2086
     gcc $cflags -o pan pan.c >gcc.out 2>&1 || { echo "gcc failed: $(head -3 gcc.out)" >error; exit 0; }
     rc=0
     # shellcheck disable=SC2086
     timeout "${MODEL_TIMEOUT:-300}" ./pan $panflags >pan.out 2>&1 || rc=$?
     [ "$rc" -eq 124 ] && echo "timed out after ${MODEL_TIMEOUT:-300} s" >error
-    if [ -f waiting.pml.trail ]; then
+    if [ -f "$file.trail" ]; then
       # shellcheck disable=SC2086
-      spin -t $defs $live_def waiting.pml 2>&1 | summarise_trail >trail.txt || true
+      spin -t $defs $live_def "$file" 2>&1 | summarise_trail >trail.txt || true
     fi
   )
   local secs states depth errors violation
