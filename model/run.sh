@@ -81,7 +81,7 @@ rw_configs=(
 rw_deep_configs=(
   "deep-rw-2rounds|safety|pass|-DNW=1 -DNR=2 -DRROUNDS=2 -DLOSS=0 -DDUPS=1|1 writer, 2 readers x 2 acquisitions, a late copy (a ghost entry of an older acquisition)"
   "deep-rw-safety-fix|safety|pass|-DNW=1 -DNR=2 -DLOSS=1 -DDUPS=1 -DFIX_READER_PASSES_HOLDER|rw-safety with the fix of the finding, a lost answer and a late copy"
-  "deep-rw-live-writer-faults|live|pass|-DNW=1 -DNR=2 -DWROUNDS=1 -DRROUNDS=0 -DLOSS=1 -DDUPS=1 -DCRASHES=1|rw-live-writer-crash with a late copy too"
+  "deep-rw-live-writer-dup|live|pass|-DNW=1 -DNR=2 -DWROUNDS=1 -DRROUNDS=0 -DLOSS=0 -DDUPS=1 -DCRASHES=1|writer preference with a reader crash and a late copy (a ghost entry or group)"
 )
 declare -A model_of=()
 for c in "${rw_configs[@]}" "${rw_deep_configs[@]}"; do model_of[${c%%|*}]=read-write.pml; done
@@ -97,7 +97,7 @@ deep_configs=(
 declare -A long_search=([safety-2p]=1 [safety-2p-leases]=1 [safety-3p-loss]=1 [safety-2p-leave]=1
   [deep-3p-all]=1 [deep-3p-2rounds]=1 [deep-live-3p-2rounds]=1 [deep-3p-2rounds-leave]=1
   [deep-pass-left-without-no-token]=1 [deep-pass-left-without-in-left]=1
-  [rw-safety]=1 [rw-safety-leases]=1 [deep-rw-2rounds]=1 [deep-rw-safety-fix]=1 [deep-rw-live-writer-faults]=1)
+  [rw-safety]=1 [rw-safety-leases]=1 [deep-rw-2rounds]=1 [deep-rw-safety-fix]=1 [deep-rw-live-writer-dup]=1)
 configs+=("${rw_configs[@]}")
 deep_configs+=("${rw_deep_configs[@]}")
 [ "$deep" -eq 1 ] && configs+=("${deep_configs[@]}")
