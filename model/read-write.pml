@@ -31,7 +31,7 @@
  *   Broken variants, which must fail: BUG_RW_JOIN_IGNORES_LINE (liveness),
  *   BUG_RW_JOIN_WHILE_WRITER, BUG_RW_PASS_WITHOUT_VERSION, BUG_RW_HEARTBEAT_KEEPS_RVN,
  *   BUG_RW_GROUP_LEASE_NOT_MAX (safety).
- *   FIX_READER_PASSES_HOLDER: a waiting reader passes a silent writer holder, or a head that never
+ *   BUG_RW_READER_NEVER_PASSES_WRITER: (broken) a waiting reader does NOT pass a silent writer holder, or a head that never
  *   claims, with the mutex skip (target head + 1), as a process not in the line does (README).
  */
 
@@ -236,7 +236,10 @@ inline shiftTickets() {
           vTail[q] = head - 1; vHead[q] = vTail[q] - m
        :: else
        fi;
-       if :: uH[q] != NONE && uH[q] + 1 < head -> uH[q] = head - 1; uT[q] = head - 1 :: else fi
+       if :: uH[q] != NONE && uH[q] + 1 < head -> uH[q] = head - 1; uT[q] = head - 1 :: else fi;
+       /* a holder's ticket passed (a reader passed it silent): below head it is never served again,
+          so how far below does not matter; it no longer holds tickets down while readers go round */
+       if :: q < NW && ph[q] == HOLD && tkt[q] != NONE && tkt[q] + 1 < head -> tkt[q] = head - 1 :: else fi
      }
      if :: dOp == W_JOIN && dH + 1 < head -> dH = head - 1; dT = head - 1 :: else fi
   :: else
@@ -636,7 +639,7 @@ inline rresolve() {
 #define R_PASS_OK(sl) (ph[P] == IDLE && (sl) < NS && (sl) != RI && vK[P] == 1 && !VIEW_JOIN && \
                        V[WI(RI, sl)] != 0 && wP[WX(RI, sl)] > 0 && wAge[WX(RI, sl)] >= wP[WX(RI, sl)])
 #define R_PASS_DUE (R_PASS_OK(0) || R_PASS_OK(1) || R_PASS_OK(2))
-#ifdef FIX_READER_PASSES_HOLDER
+#ifndef BUG_RW_READER_NEVER_PASSES_WRITER
 /* the mutex skip by a process not in the line: a writer holder or an unclaimed head, silent for its lease */
 #define R_SKIP_OK (ph[P] == IDLE && vK[P] != 1 && vHead[P] != vTail[P] && vHead[P] != NONE && sP[P] > 0 && sAge[P] >= sP[P])
 #else
@@ -778,11 +781,11 @@ inline actPass(sl) {
   rsee(); rresolve()
 }
 
-#ifdef FIX_READER_PASSES_HOLDER
+#ifndef BUG_RW_READER_NEVER_PASSES_WRITER
 inline actRSkip() {
   MOVED;
   if
-  :: rvn == sRvn[P] && tail == vTail[P] && itok != RTOK ->
+  :: rvn == sRvn[P] && itok != RTOK ->
      skip_stays_within_queue = (head < tail);
      assert(skip_stays_within_queue);
      releaseHead(); res = 1
@@ -818,7 +821,7 @@ active [NR] proctype reader() {
   :: d_step { R_PASS_OK(0) -> actPass(0); canon() }
   :: d_step { R_PASS_OK(1) -> actPass(1); canon() }
   :: d_step { R_PASS_OK(2) -> actPass(2); canon() }
-#ifdef FIX_READER_PASSES_HOLDER
+#ifndef BUG_RW_READER_NEVER_PASSES_WRITER
   :: d_step { R_SKIP_OK -> actRSkip(); canon() }
 #endif
   :: d_step { ph[P] == HOLD && rem[P] > 0 && crashLeft > 0 -> crashLeft--; crash(); canon() }

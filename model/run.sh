@@ -74,13 +74,12 @@ rw_configs=(
   "bug-rw-pass-without-version|safety|fail|-DNW=1 -DNR=2 -DLOSS=0 -DDUPS=0 -DBUG_RW_PASS_WITHOUT_VERSION|broken: the pass of a dead reader entry conditioned on its presence, not its version"
   "bug-rw-heartbeat-keeps-rvn|safety|fail|-DNW=1 -DNR=2 -DLOSS=0 -DDUPS=0 -DBUG_RW_HEARTBEAT_KEEPS_RVN|broken: a reader heartbeat keeps the record version (a writer passes a live group)"
   "bug-rw-group-lease-not-max|safety|fail|-DNW=1 -DNR=2 -DLR0=4 -DLR1=2 -DLOSS=0 -DDUPS=0 -DBUG_RW_GROUP_LEASE_NOT_MAX|broken: the group lease is the last reader write's, not the largest (leases 4 and 2)"
-  "finding-rw-reader-behind-dead-writer|live|fail|-DNW=1 -DNR=2 -DRROUNDS=1 -DLOSS=0 -DDUPS=0 -DWCRASHES=1 -DLIVE_READERS|finding (README): a writer crashes while it holds; no other writer comes: the readers poll for ever"
-  "finding-rw-reader-behind-dead-writer-fixed|live|pass|-DNW=1 -DNR=2 -DRROUNDS=1 -DLOSS=0 -DDUPS=0 -DWCRASHES=1 -DLIVE_READERS -DFIX_READER_PASSES_HOLDER|the same with the fix: a waiting reader passes a silent writer (or unclaimed head) with the mutex skip"
-  "rw-safety-fix-reader-passes-holder|safety|pass|-DNW=1 -DNR=2 -DLOSS=1 -DDUPS=0 -DFIX_READER_PASSES_HOLDER|rw-safety (a lost answer) with the fix of the finding: readers passing a silent writer or unclaimed head"
+  "rw-live-readers-dead-writer|live|pass|-DNW=1 -DNR=2 -DRROUNDS=1 -DLOSS=0 -DDUPS=0 -DWCRASHES=1 -DLIVE_READERS|a writer crashes while it holds or waits; no other writer comes: the readers pass it (the mutex skip, one ticket on) and hold"
+  "bug-rw-reader-never-passes-writer|live|fail|-DNW=1 -DNR=2 -DRROUNDS=1 -DLOSS=0 -DDUPS=0 -DWCRASHES=1 -DLIVE_READERS -DBUG_RW_READER_NEVER_PASSES_WRITER|broken (the finding of README): readers never pass a silent writer: they poll for ever behind a dead one"
 )
 rw_deep_configs=(
   "deep-rw-2rounds|safety|pass|-DNW=1 -DNR=2 -DRROUNDS=2 -DLOSS=0 -DDUPS=1|1 writer, 2 readers x 2 acquisitions, a late copy (a ghost entry of an older acquisition)"
-  "deep-rw-safety-fix|safety|pass|-DNW=1 -DNR=2 -DLOSS=1 -DDUPS=1 -DFIX_READER_PASSES_HOLDER|rw-safety with the fix of the finding, a lost answer and a late copy"
+  "deep-rw-safety-dups|safety|pass|-DNW=1 -DNR=2 -DLOSS=1 -DDUPS=1 -DWCRASHES=1|rw-safety with a writer crash, a lost answer and a late copy"
   "deep-rw-live-writer-dup|live|pass|-DNW=1 -DNR=2 -DWROUNDS=1 -DRROUNDS=0 -DLOSS=0 -DDUPS=1 -DCRASHES=1|writer preference with a reader crash and a late copy (a ghost entry or group)"
 )
 declare -A model_of=()
@@ -97,7 +96,7 @@ deep_configs=(
 declare -A long_search=([safety-2p]=1 [safety-2p-leases]=1 [safety-3p-loss]=1 [safety-2p-leave]=1
   [deep-3p-all]=1 [deep-3p-2rounds]=1 [deep-live-3p-2rounds]=1 [deep-3p-2rounds-leave]=1
   [deep-pass-left-without-no-token]=1 [deep-pass-left-without-in-left]=1
-  [rw-safety]=1 [rw-safety-leases]=1 [deep-rw-2rounds]=1 [deep-rw-safety-fix]=1 [deep-rw-live-writer-dup]=1)
+  [rw-safety]=1 [rw-safety-leases]=1 [deep-rw-2rounds]=1 [deep-rw-safety-dups]=1 [deep-rw-live-writer-dup]=1)
 configs+=("${rw_configs[@]}")
 deep_configs+=("${rw_deep_configs[@]}")
 [ "$deep" -eq 1 ] && configs+=("${deep_configs[@]}")
