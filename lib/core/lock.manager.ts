@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LockBusyError, LockConfigurationError, LockValidationError } from '../errors/lock.errors';
 import { isReaderLeaseId } from '../store/rw/read.record';
-import { FIRE_TIME_NESTED, MANAGER_CLOSED, WRITE_INSIDE_READ } from '../errors/lock.messages';
+import { FIRE_TIME_NESTED, MANAGER_CLOSED, UPGRADEABLE_SET, WRITE_INSIDE_READ } from '../errors/lock.messages';
 import type { AcquireOptions } from '../interfaces/acquire-options.interface';
 import type { DynamoLockOptions } from '../interfaces/dynamo-lock-options.interface';
 import type { JobFire } from '../interfaces/job-fire.interface';
@@ -146,6 +146,7 @@ export class LockManager {
     if (!Array.isArray(key)) return this.start(scope, key as string, options);
     try {
       checkAcquireOptions(options, scope);
+      if (options.mode === 'upgradeable') throw new LockValidationError(UPGRADEABLE_SET(scope));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -149,7 +149,7 @@ export function fitToSchedule(plan: WithLockPlan, schedule: JobSchedule | undefi
     singleAttempt &&
     schedule?.kind === 'cron' &&
     plan.acquire.limit === undefined &&
-    plan.acquire.mode !== 'read' &&
+    (plan.acquire.mode ?? 'write') === 'write' &&
     !plan.multi;
   if (plan.catchUp !== 'none' && !claims) throw new LockConfigurationError(CATCH_UP_NEEDS_CRON(plan.where));
   if (!plan.skip || schedule === undefined || !(schedule.periodMs > 0)) return;

@@ -1,7 +1,10 @@
 import type { Duration } from '../utils/duration';
 
-/** How a lock holds its key: `'write'` alone (the default), or `'read'` shared with other readers. */
-export type LockMode = 'read' | 'write';
+/**
+ * How a lock holds its key: `'write'` alone (the default), `'read'` shared with other readers, or
+ * `'upgradeable'`: a read lock, one per key at a time, that `lock.upgrade()` turns into a write lock.
+ */
+export type LockMode = 'read' | 'upgradeable' | 'write';
 
 /** Options of `acquire()`, `tryAcquire()` and `withLock()`. */
 export interface AcquireOptions {
@@ -43,6 +46,8 @@ export interface AcquireOptions {
    * readers from entering (writers are not starved); writers are served in the order they queued.
    * At most 64 readers hold a key at once. A read lock has no `data`, `limit` or `fireTime`, and
    * fences no write (its fencing token orders it among writers: every later writer's is larger).
+   * `'upgradeable'` is a read lock that `lock.upgrade()` later turns into a write lock with no
+   * writer in between; one upgradeable reader per key at a time (others wait as for a writer).
    */
   mode?: LockMode;
 }

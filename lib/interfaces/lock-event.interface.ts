@@ -13,7 +13,9 @@ export type AcquiredVia =
    * The previous holder stopped renewing it for a whole lease and was taken over; or its lease
    * was one of this process that ran out (or whose release failed), taken back at once.
    */
-  | 'takeover';
+  | 'takeover'
+  /** An upgradeable read lock of this caller became this write lock (`lock.upgrade()`). */
+  | 'upgrade';
 
 /**
  * Why an instance did not run a scheduled fire: another instance claimed it (`ran-elsewhere`), a

@@ -15,7 +15,7 @@
  * @module nestjs-dynamo-lock/standalone
  */
 export { LockManager } from '../core/lock.manager';
-export { Lock, type ReleaseOptions, type ReleaseOutcome } from '../core/engine/lock';
+export { Lock, type ReleaseOptions, type ReleaseOutcome, type UpgradeOptions } from '../core/engine/lock';
 export { Leadership } from '../core/leadership/leadership';
 export type { LeadOptions } from '../core/leadership/lead-options';
 export { DEFAULTS, type ResolvedLockOptions } from '../core/engine/lock-options.resolver';

@@ -255,6 +255,68 @@ function readWriteSuite(name: string, setup: () => Managers): void {
       expect(await a.inspect(key)).toBeNull();
     });
 
+    it('an upgradeable reader becomes a writer once the other readers left, with no writer in between', async () => {
+      const [a, b, c] = setup()(3);
+      const key = newKey('upgrade');
+      const upgradeable = await a.acquire(key, { mode: 'upgradeable' });
+      const reader = await b.acquire(key, { mode: 'read' });
+      // One upgradeable reader at a time; a writer queues behind the group.
+      expect(await c.tryAcquire(key, { mode: 'upgradeable' })).toBeNull();
+      const order: string[] = [];
+      const writer = c.acquire(key, { wait: '20s' }).then((lock) => {
+        order.push('writer');
+        return lock;
+      });
+      expect(await eventually(async () => refusedRead(b, key), 5_000)).toBe(true);
+      const upgrading = upgradeable.upgrade({ wait: '20s' }).then((lock) => {
+        order.push('upgraded');
+        return lock;
+      });
+      await sleep(100);
+      expect(order).toEqual([]);
+      await reader.release();
+      const upgraded = await upgrading;
+      expect(upgradeable.isHeld).toBe(false);
+      expect(upgraded.isHeld).toBe(true);
+      expect(upgraded.fencingToken).toBeGreaterThan(upgradeable.fencingToken);
+      expect((await c.inspect(key))?.owner).toBe('instance-0');
+      await sleep(100);
+      expect(order).toEqual(['upgraded']);
+      await upgraded.release();
+      const w = await writer;
+      expect(w.fencingToken).toBeGreaterThan(upgraded.fencingToken);
+      await w.release();
+    });
+
+    it('an upgrade that runs out of wait leaves a read lock, and readers may join again; only upgradeable locks upgrade', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('upgrade-busy');
+      const upgradeable = await a.acquire(key, { mode: 'upgradeable' });
+      const reader = await b.acquire(key, { mode: 'read' });
+      await expect(upgradeable.upgrade({ wait: '300ms' })).rejects.toThrow(/1 other reader still hold it; gave up after waiting/);
+      expect(upgradeable.isHeld).toBe(true);
+      const joined = await b.tryAcquire(key, { mode: 'read' });
+      expect(joined).not.toBeNull();
+      await joined!.release();
+      await expect(reader.upgrade()).rejects.toThrow(/only a lock taken with mode: "upgradeable"/);
+      await reader.release();
+      const upgraded = await upgradeable.upgrade({ wait: false });
+      expect(upgraded.isHeld).toBe(true);
+      await upgraded.release();
+    });
+
+    it('an upgrade passes a reader that went silent for its lease', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('upgrade-dead');
+      const upgradeable = await a.acquire(key, { mode: 'upgradeable', leaseDuration: LEASE_MS });
+      await b.acquire(key, { mode: 'read', heartbeat: false, leaseDuration: LEASE_MS });
+      const started = Date.now();
+      const upgraded = await upgradeable.upgrade({ wait: '20s' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(LEASE_MS - 100);
+      expect(upgraded.isHeld).toBe(true);
+      await upgraded.release();
+    });
+
     it('several keys read-locked at once: two managers hold the same set', async () => {
       const [a, b] = setup()(2);
       const keys = [newKey('set-a'), newKey('set-b')];
@@ -284,10 +346,13 @@ describeEachServer('read locks', (server) => {
   it('refuses a bad mode, or data, limit or fireTime with mode read, before any request', async () => {
     const manager = fixture.manager();
     const requests = countRequests(manager.client);
-    await expect(manager.acquire('bad-mode', { mode: 'shared' as 'read' })).rejects.toThrow(/mode must be "read" or "write", got "shared"/);
+    await expect(manager.acquire('bad-mode', { mode: 'shared' as 'read' })).rejects.toThrow(
+      /mode must be "read", "upgradeable" or "write", got "shared"/,
+    );
     await expect(manager.acquire('bad-mode', { mode: 'read', data: { a: 1 } })).rejects.toThrow(/"data" cannot be used with mode: "read"/);
     await expect(manager.acquire('bad-mode', { mode: 'read', limit: 2 })).rejects.toThrow(/"limit" cannot be used with mode: "read"/);
     await expect(manager.tryAcquire('bad-mode', { mode: 'read', fireTime: Date.now() })).rejects.toBeInstanceOf(LockValidationError);
+    await expect(manager.acquire(['bad-a', 'bad-b'], { mode: 'upgradeable' })).rejects.toThrow(/mode: "upgradeable" takes one key/);
     expect(requests.total()).toBe(0);
   });
 });

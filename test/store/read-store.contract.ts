@@ -195,6 +195,55 @@ export function readStoreContract(name: string, makeStores: () => Promise<ReadSt
       expect(await read.release(key, readers[0].id, LEASE)).toBe(false);
     });
 
+    it('one upgradeable reader per group; an upgrade stops joins, converts the group of one into a write lock on the same ticket, fence + 1', async () => {
+      const key = newKey('upgrade');
+      const upgrader = entry(LEASE, 'upgrader');
+      const started = okRecord(await read.start({ key, entry: upgrader, upgradeable: true }));
+      expect(started.upgrader).toBe(upgrader.id);
+      const other = entry();
+      okRecord(await read.join({ key, entry: other, head: started.head!, tail: started.tail! }));
+      // A second upgradeable reader is refused; a writer queues behind the group.
+      let before = await mustRead(key);
+      await expectRefused(await read.join({ key, entry: entry(), head: before.head!, tail: before.tail!, upgradeable: true }), key, before);
+      const writer = tok();
+      const ticket = okRecord(await mutex.enqueue({ key, token: writer, claimMs: CLAIM })).tail! - 1;
+      // Only the upgrader may claim the upgrade; then no reader joins, and the conversion waits for the other reader.
+      before = await mustRead(key);
+      await expectRefused(await read.claimUpgrade(key, other.id), key, before);
+      expect(okRecord(await read.claimUpgrade(key, upgrader.id)).upgrading).toBe(upgrader.id);
+      before = await mustRead(key);
+      const holder = { token: tok(), owner: 'upgraded', leaseMs: LEASE };
+      await expectRefused(await read.convert(key, upgrader.id, holder), key, before);
+      expect(await read.release(key, other.id, LEASE)).toBe(true);
+      const converted = okRecord(await read.convert(key, upgrader.id, holder));
+      expect(converted.token).toBe(holder.token);
+      expect(converted.readers).toBeUndefined();
+      expect(converted.upgrader).toBeUndefined();
+      expect(converted.upgrading).toBeUndefined();
+      expect(converted.head).toBe(started.head);
+      expect(converted.fencingToken).toBe(started.fencingToken! + 1);
+      // The writer in line is served by the upgraded holder's release, with a larger token still.
+      expect(await mutex.release(key, { token: holder.token }, LEASE)).toBe(true);
+      const served = await mustRead(key);
+      expect(served.head).toBe(ticket);
+      expect(served.fencingToken).toBe(started.fencingToken! + 2);
+    });
+
+    it('an abandoned upgrade lets readers join again; the upgrader leaving takes its slot with it', async () => {
+      const key = newKey('abandon');
+      const upgrader = entry();
+      const started = okRecord(await read.start({ key, entry: upgrader, upgradeable: true }));
+      okRecord(await read.claimUpgrade(key, upgrader.id));
+      let before = await mustRead(key);
+      await expectRefused(await read.join({ key, entry: entry(), head: started.head!, tail: started.tail! }), key, before);
+      okRecord(await read.abandonUpgrade(key, upgrader.id));
+      okRecord(await read.join({ key, entry: entry(), head: started.head!, tail: started.tail! }));
+      expect(await read.release(key, upgrader.id, LEASE)).toBe(true);
+      before = await mustRead(key);
+      expect(before.upgrader).toBeUndefined();
+      okRecord(await read.join({ key, entry: entry(), head: started.head!, tail: started.tail!, upgradeable: true }));
+    });
+
     it("the group's end passes the left tickets it serves, and a free item takes a writer or a new group", async () => {
       const { key, readers } = await group('left', 1);
       const gone = okRecord(await mutex.enqueue({ key, token: tok(), claimMs: CLAIM })).tail! - 1;

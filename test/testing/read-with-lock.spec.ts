@@ -84,7 +84,7 @@ describe("@WithLock with mode: 'read' (forTesting)", () => {
       return Bad;
     };
     expect(() => define({ mode: 'shared' })).toThrow(LockValidationError);
-    expect(() => define({ mode: 'shared' })).toThrow(/@WithLock on Bad\.run: mode must be "read" or "write", got "shared"/);
+    expect(() => define({ mode: 'shared' })).toThrow(/@WithLock on Bad\.run: mode must be "read", "upgradeable" or "write", got "shared"/);
     expect(() => define({ mode: 'read', data: { a: 1 } })).toThrow(/"data" cannot be used with mode: "read"/);
     expect(() => define({ mode: 'read', limit: 2 })).toThrow(/"limit" cannot be used with mode: "read"/);
   });

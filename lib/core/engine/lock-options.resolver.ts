@@ -85,7 +85,8 @@ export function checkAcquireOptions(options: unknown, scope: string, withWait = 
   const unknown = unknownOptionMessage(options, known, scope);
   if (unknown) throw new LockValidationError(unknown);
   const { heartbeat, fireTime, wait, limit, mode } = options as AcquireOptions;
-  if (mode !== undefined && mode !== 'read' && mode !== 'write') throw new LockValidationError(LOCK_MODE_INVALID(scope, mode));
+  if (mode !== undefined && mode !== 'read' && mode !== 'upgradeable' && mode !== 'write')
+    throw new LockValidationError(LOCK_MODE_INVALID(scope, mode));
   if (heartbeat !== undefined && typeof heartbeat !== 'boolean')
     throw new LockValidationError(CALL_OPTION_INVALID(scope, 'heartbeat', 'true or false', heartbeat));
   if (fireTime !== undefined) {

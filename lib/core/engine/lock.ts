@@ -1,6 +1,6 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { LockLostError, LockValidationError } from '../../errors/lock.errors';
-import { MULTI_KEY_NOT_IN_SET, RELEASE_FAILED } from '../../errors/lock.messages';
+import { MULTI_KEY_NOT_IN_SET, RELEASE_FAILED, UPGRADE_UNSUPPORTED } from '../../errors/lock.messages';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import type {
   AnyFencedWriteItem,
@@ -41,6 +41,19 @@ export interface LockHost {
   transact(lock: Lock, items: readonly AnyTransactItem[], options: TransactOptions): Promise<TransactResult>;
   /** One write stamped with the fencing token (or a clear refusal). */
   fencedWrite(lock: Lock, item: AnyFencedWriteItem, options: FencedWriteOptions): Promise<FencedWriteResult>;
+  /** Turns an upgradeable read lock into a write lock (absent: the lock cannot be upgraded). */
+  upgrade?(lock: Lock, options: UpgradeOptions): Promise<Lock>;
+}
+
+/** Options of `lock.upgrade()`. */
+export interface UpgradeOptions {
+  /**
+   * How long to wait for the other readers to leave: a duration, `true` without limit, or `false`
+   * for a single attempt. Default: the module's `wait`.
+   */
+  wait?: Duration | boolean;
+  /** Cancels the wait; `upgrade()` then rejects with the signal's reason (the lock stays a read lock). */
+  signal?: AbortSignal;
 }
 
 /** Fields a {@link Lock} is created with. */
@@ -278,6 +291,23 @@ export class Lock implements AsyncDisposable {
   fencedWrite(item: DocumentFencedWriteItem, options: FencedWriteOptions & { form: 'document' }): Promise<FencedWriteResult>;
   fencedWrite(item: AnyFencedWriteItem, options: FencedWriteOptions = {}): Promise<FencedWriteResult> {
     return this.#host.fencedWrite(this.#outer ?? this, item, options);
+  }
+
+  /**
+   * Turns this upgradeable read lock (`mode: 'upgradeable'`) into a write lock without letting a
+   * writer in between: new readers are stopped, the other readers are waited for (a silent one is
+   * passed after its lease), then one write makes this reader the key's holder, with a new, larger
+   * fencing token. This read lock ends then (its signal aborts, reason `released`); release the
+   * returned lock when done. On a busy error (the wait ran out) or the signal's abort the lock
+   * stays a read lock and readers may join again.
+   * @throws LockValidationError for a lock that is not upgradeable (a plain read lock, a writer, a
+   *   nested handle).
+   * @throws LockBusyError when the other readers stay for the whole wait.
+   * @throws LockLostError when this read lock was lost.
+   */
+  upgrade(options: UpgradeOptions = {}): Promise<Lock> {
+    if (this.#outer !== undefined || !this.#host.upgrade) return Promise.reject(new LockValidationError(UPGRADE_UNSUPPORTED(this.key)));
+    return this.#host.upgrade(this, options);
   }
 
   /** Releases the lock at the end of an `await using` block. */

@@ -12,6 +12,7 @@ import { jitter, monotonicNow, sleep } from '../../utils/clock';
 import { holderOf, type KeyHistory, versionOf } from '../engine/key-history';
 import type { Waiter } from '../engine/lock-state';
 import { RetryBackoff } from '../waiting/retry.backoff';
+import { silentReaders } from './reader.watch';
 import { reportRetry, takeTransient, unavailableError } from '../waiting/transient.retry';
 
 /** Shortest pause between reads of a waiting reader. */
@@ -84,6 +85,8 @@ export class ReadAcquisition {
     private readonly host: ReadAcquisitionHost,
     private readonly waiter: Waiter,
     remembered: LockRecord | undefined,
+    /** An upgradeable reader (`mode: 'upgradeable'`): it takes the group's one upgrader slot. */
+    private readonly upgradeable = false,
   ) {
     this.single = waiter.deadline <= waiter.startedAt;
     this.id = readerIdOf(waiter.token);
@@ -125,14 +128,14 @@ export class ReadAcquisition {
     if (mine && record) return this.confirm(record, mine);
     if (!this.fresh) {
       // Unknown, or remembered from an earlier call: one write on the chance that it is free, else a read.
-      if (!this.blindTried && (!record || startable(record) || joinable(record))) {
+      if (!this.blindTried && (!record || startable(record) || joinable(record, this.upgradeable))) {
         this.blindTried = true;
         return this.write(record, !record || startable(record) ? 'start' : 'join');
       }
       return void (await this.read());
     }
     if (!record || startable(record)) return this.write(record, 'start');
-    if (joinable(record)) return this.write(record, 'join');
+    if (joinable(record, this.upgradeable)) return this.write(record, 'join');
     const now = monotonicNow();
     const run = leftRun(record);
     if (run) return void this.after(await this.host.mutex.passLeft(this.waiter.storedKey, run));
@@ -158,8 +161,8 @@ export class ReadAcquisition {
     try {
       result =
         kind === 'start'
-          ? await host.store.start({ key: waiter.storedKey, entry })
-          : await host.store.join({ key: waiter.storedKey, entry, ...lineOf(record!) });
+          ? await host.store.start({ key: waiter.storedKey, entry, upgradeable: this.upgradeable })
+          : await host.store.join({ key: waiter.storedKey, entry, upgradeable: this.upgradeable, ...lineOf(record!) });
     } catch (error) {
       // Perhaps applied: a later answer showing this reader's entry counts its lease from the first such send.
       this.uncertainSince ??= sentAt;
@@ -224,17 +227,8 @@ export class ReadAcquisition {
 
   /** Every such reader (each entry seen is watched, across calls). */
   private deadReaders(record: LockRecord, now: number): ReaderEntry[] {
-    const dead: ReaderEntry[] = [];
-    for (const entry of readersOf(record)) {
-      if (entry.id === this.id) continue;
-      const seen = this.host.history.observe(
-        `${this.waiter.storedKey}\u0000r\u0000${entry.id}`,
-        { version: entry.version, rvn: entry.version, leaseMs: entry.leaseMs, holder: entry.id },
-        now,
-      );
-      if (now - seen.at >= entry.leaseMs) dead.push(entry);
-    }
-    return dead;
+    const others = readersOf(record).filter((entry) => entry.id !== this.id);
+    return silentReaders(this.host.history, this.waiter.storedKey, others, now);
   }
 
   private async pass(dead: ReaderEntry): Promise<void> {
@@ -280,7 +274,8 @@ export class ReadAcquisition {
 
   private noteBusy(record: LockRecord): void {
     if (isReadGroup(record)) {
-      this.busyReason = readersOf(record).length >= MAX_READERS ? 'full' : 'line';
+      this.busyReason =
+        readersOf(record).length >= MAX_READERS ? 'full' : this.upgradeable && record.upgrader !== undefined ? 'upgrader' : 'line';
       return;
     }
     this.busyReason = 'writer';
@@ -334,9 +329,13 @@ function startable(record: LockRecord): boolean {
   return record.token === undefined && (record.head === undefined || record.head === record.tail);
 }
 
-/** Whether a record shows a read group with room and nobody waiting behind it. */
-function joinable(record: LockRecord): boolean {
-  return isReadGroup(record) && readersOf(record).length < MAX_READERS && ticketsWaiting(record) === 0;
+/**
+ * Whether a record shows a read group with room, nobody waiting behind it and no upgrade under way
+ * (and, for an upgradeable reader, no upgradeable reader in it).
+ */
+function joinable(record: LockRecord, upgradeable: boolean): boolean {
+  if (!isReadGroup(record) || readersOf(record).length >= MAX_READERS || ticketsWaiting(record) > 0) return false;
+  return record.upgrading === undefined && !(upgradeable && record.upgrader !== undefined);
 }
 
 /** The line as a join requires it unchanged. */

@@ -10,7 +10,7 @@ import type { AcquireOptions } from '../../interfaces/acquire-options.interface'
 export function checkReadOptions(options: Pick<AcquireOptions, 'mode' | 'limit' | 'data' | 'fireTime'>, scope: string): void {
   const { mode } = options;
   if (mode === undefined || mode === 'write') return;
-  if (mode !== 'read') throw new LockValidationError(LOCK_MODE_INVALID(scope, mode));
+  if (mode !== 'read' && mode !== 'upgradeable') throw new LockValidationError(LOCK_MODE_INVALID(scope, mode));
   const refused = (['limit', 'data', 'fireTime'] as const).find((name) => options[name] !== undefined);
-  if (refused) throw new LockValidationError(READ_OPTION_UNSUPPORTED(scope, refused));
+  if (refused) throw new LockValidationError(READ_OPTION_UNSUPPORTED(scope, refused, mode));
 }

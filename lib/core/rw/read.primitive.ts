@@ -10,6 +10,8 @@ import {
   READ_STORE_UNSUPPORTED,
   RELEASE_NOT_HELD,
   RELEASED_AT_SHUTDOWN,
+  UPGRADE_LOST,
+  UPGRADE_UNSUPPORTED,
 } from '../../errors/lock.messages';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
 import type { LockInfo } from '../../interfaces/lock-info.interface';
@@ -21,7 +23,7 @@ import { monotonicNow } from '../../utils/clock';
 import { toStoredKey } from '../../utils/lock-key.validation';
 import { KeyHistory } from '../engine/key-history';
 import { LeaseKeeper } from '../engine/lease.keeper';
-import { type Lock, type ReleaseOutcome, rootLock } from '../engine/lock';
+import { type Lock, type ReleaseOutcome, rootLock, type UpgradeOptions } from '../engine/lock';
 import { lockInfoOf } from '../engine/lock-info.mapper';
 import type { HeldLease, Waiter } from '../engine/lock-state';
 import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/primitive.interface';
@@ -29,6 +31,8 @@ import { createWaiter } from '../engine/waiter.factory';
 import { settleWaiter } from '../engine/waiter.settle';
 import { ReadAcquisition, type ReadAcquisitionHost } from './read-acquisition';
 import { checkReadOptions } from './read.options';
+import { upgradeReader } from './read.upgrade';
+import { UpgradedLocks } from './upgraded.locks';
 
 /** How many items are remembered for a first write without a read. */
 const MAX_SEEN = 1_000;
@@ -47,6 +51,10 @@ export class ReadPrimitive implements LockPrimitive {
   private readonly attempts = new Set<Promise<void>>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly host: ReadAcquisitionHost | undefined;
+  /** The write locks upgradeable readers became. */
+  private readonly upgraded: UpgradedLocks;
+  /** The read locks taken with `mode: 'upgradeable'` (they alone may `upgrade()`). */
+  private readonly upgradeable = new WeakSet<Lock>();
   private readonly store: ReadStorePort | undefined;
 
   constructor(private readonly context: PrimitiveContext) {
@@ -64,9 +72,11 @@ export class ReadPrimitive implements LockPrimitive {
         checkHeld: (lock) => this.keeper.checkHeld(lock),
         transact: noFence,
         fencedWrite: noFence,
+        upgrade: (lock, upgradeOptions) => this.upgrade(lock, upgradeOptions),
       },
       onLost: () => undefined,
     });
+    this.upgraded = new UpgradedLocks(context, this.history);
     this.host = store && {
       store,
       mutex: stores.mutex,
@@ -78,7 +88,7 @@ export class ReadPrimitive implements LockPrimitive {
   }
 
   serves(options: AcquireOptions): boolean {
-    return options.mode === 'read';
+    return options.mode === 'read' || options.mode === 'upgradeable';
   }
 
   resolveKey(scope: string, key: string, options: AcquireOptions): PrimitiveKey {
@@ -117,11 +127,13 @@ export class ReadPrimitive implements LockPrimitive {
       const onAbort = () => settleWaiter(events, waiter, signal?.reason);
       signal?.addEventListener('abort', onAbort, { once: true });
       waiter.cancel.signal.addEventListener('abort', () => signal?.removeEventListener('abort', onAbort));
-      const attempt = new ReadAcquisition(host, waiter, this.seen.get(storedKey)).run().then(
+      const upgradeable = options.mode === 'upgradeable';
+      const attempt = new ReadAcquisition(host, waiter, this.seen.get(storedKey), upgradeable).run().then(
         (granted) => {
           this.remember(granted.record);
           const record: LockRecord = { key: storedKey, fencingToken: granted.record.fencingToken, rvn: granted.entry.version };
           const lease = this.keeper.hold(waiter, record, granted.sentAt, granted.via, granted.entry.leaseMs);
+          if (upgradeable) this.upgradeable.add(lease.lock);
           if (waiter.settled) void this.context.releaseQuietly(lease.lock);
           else settleWaiter(events, waiter, lease.lock);
           for (const dead of granted.dead) void this.track(host.store.pass(storedKey, dead));
@@ -137,7 +149,8 @@ export class ReadPrimitive implements LockPrimitive {
   }
 
   uses(storedKey: string): boolean {
-    return [...this.waiting].some((w) => w.storedKey === storedKey) || this.keeper.all().some((lease) => lease.storedKey === storedKey);
+    const held = [...this.keeper.all(), ...this.upgraded.all()];
+    return [...this.waiting].some((w) => w.storedKey === storedKey) || held.some((lease) => lease.storedKey === storedKey);
   }
 
   inUse(key: string): string {
@@ -146,11 +159,45 @@ export class ReadPrimitive implements LockPrimitive {
 
   /** The lease behind a read lock (or a nested handle of one), while it is held. */
   lease(lock: Lock): HeldLease | undefined {
-    return this.keeper.get(rootLock(lock));
+    return this.keeper.get(rootLock(lock)) ?? this.upgraded.lease(rootLock(lock));
   }
 
   get heldCount(): number {
-    return this.keeper.size;
+    return this.keeper.size + this.upgraded.size;
+  }
+
+  /**
+   * `lock.upgrade()`: the upgradeable read lock becomes a write lock (see `upgradeReader()`). Its
+   * heartbeats go on while it waits for the other readers; once converted, the read lock ends
+   * and the write lock, held from the converting write, is returned.
+   */
+  private async upgrade(lock: Lock, options: UpgradeOptions): Promise<Lock> {
+    const lease = this.keeper.get(lock);
+    const { store, context } = this;
+    if (!this.upgradeable.has(lock) || !store) throw new LockValidationError(UPGRADE_UNSUPPORTED(lock.key));
+    if (!lease || !this.keeper.checkHeld(lock)) throw new LockLostError(UPGRADE_LOST(lock.key), lock.key, 'gone');
+    const { wait, signal } = options;
+    const waiter = createWaiter(context.options, () => context.assertOpen(), lock.key, lease.storedKey, {
+      wait,
+      signal,
+      leaseDuration: lease.targetLeaseMs,
+    });
+    const done = await upgradeReader(
+      { store, mutex: context.stores.mutex, history: this.history, maxPollMs: context.options.maxPollMs },
+      {
+        key: lock.key,
+        storedKey: lease.storedKey,
+        token: lease.token,
+        holder: { token: waiter.token, owner: waiter.owner, leaseMs: waiter.leaseMs },
+        startedAt: waiter.startedAt,
+        deadline: waiter.deadline,
+        signal,
+      },
+    );
+    // The read lock is over: its entry went with the group, which is now this write lock.
+    this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    this.upgradeable.delete(lock);
+    return this.upgraded.hold(waiter, done.record, done.sentAt);
   }
 
   /** Releases a read lock (one conditional write; the last reader's ends the group and serves the next ticket). */
@@ -266,10 +313,12 @@ export class ReadPrimitive implements LockPrimitive {
     for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
     await Promise.allSettled(held.map((lease) => this.release(lease.lock)));
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.upgraded.close();
   }
 
   stop(): void {
     this.keeper.close();
+    this.upgraded.stop();
   }
 
   private remember(record: LockRecord): void {

@@ -145,7 +145,7 @@ export class DynamoMutexStore implements MutexStorePort {
     };
     const set = ['#head = :target', '#fence = #fence + :one', '#rvn = :rvn', '#updatedAt = :now'];
     // A read group passed goes with its readers.
-    const remove = ['#live', '#readers'];
+    const remove = ['#live', '#readers', '#upgrader', '#upgrading'];
     // Tickets passed that had left: out of the set with them (it holds only tickets still in line).
     const del: string[] = [];
     if (write.leftPassed?.length) {

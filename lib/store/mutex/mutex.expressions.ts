@@ -44,7 +44,7 @@ export function acquireParts(write: AcquireWrite, now: number, rvn: string): Acq
   // A free lock has an empty line: the claim leases of its tickets start anew.
   const remove = ['#live', '#released'];
   const free = write.condition.kind === 'free';
-  if (free) remove.push('#claims', '#left', '#readers');
+  if (free) remove.push('#claims', '#left', '#readers', '#upgrader', '#upgrading');
   if (write.data === undefined) remove.push('#data');
   else {
     set.push('#data = :data');

@@ -36,6 +36,8 @@ export interface StoredItem {
   fireOutcome?: JobFireOutcome;
   /** The `readers` map (entry id → entry): a read group's members. */
   readers?: Record<string, string>;
+  upgrader?: string;
+  upgrading?: string;
 }
 
 /** Compile-time check: every stored field is named as the DynamoDB store names the attribute. */
@@ -100,6 +102,8 @@ export function toRecord(item: StoredItem): LockRecord {
     claimMs: item.claims?.length ? Math.max(...item.claims) : undefined,
     left: item.left?.length ? [...item.left].sort((a, b) => a - b) : undefined,
     readers: item.readers && { ...item.readers },
+    upgrader: item.upgrader,
+    upgrading: item.upgrading,
     fire:
       item.fire === undefined
         ? undefined

@@ -127,6 +127,8 @@ export class MemoryMutexStore implements MutexStorePort {
         left: without(item.left, w.leftPassed),
         // A read group passed goes with its readers.
         readers: undefined,
+        upgrader: undefined,
+        upgrading: undefined,
       };
       if (w.fireLost && w.holder?.fire === undefined) Object.assign(passed, { fireOutcome: 'lost', fireEnd: now });
       if (!w.holder) return { ...passed, token: undefined, owner: undefined, data: undefined, leaseMs: undefined, acquiredAt: undefined };

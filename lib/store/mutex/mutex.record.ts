@@ -78,6 +78,10 @@ export const ATTR = {
    * read group's marker: entry id → entry (see `store/rw/read.record.ts`). At most 64 entries.
    */
   readers: 'readers',
+  /** The entry id of the read group's upgradeable reader (`mode: 'upgradeable'`): one at a time. */
+  upgrader: 'upgrader',
+  /** The entry id of the upgradeable reader that is upgrading: no reader joins meanwhile. */
+  upgrading: 'upgrading',
 } as const;
 
 /** `ExpressionAttributeNames` entries for every lock attribute: `#key` → `key` (the table's partition key replaces it), ... */
@@ -114,6 +118,10 @@ export interface LockRecord {
   left?: number[];
   /** The readers' entries as stored (entry id → entry), while a read group holds (see `ATTR.readers`). */
   readers?: Record<string, string>;
+  /** The group's upgradeable reader (see `ATTR.upgrader`). */
+  upgrader?: string;
+  /** The upgradeable reader upgrading now (see `ATTR.upgrading`). */
+  upgrading?: string;
 }
 
 /**
@@ -208,6 +216,8 @@ export function toLockRecord(item: Record<string, AttributeValue>, keys: LockTab
     fire: fireOf(item),
     left: item[ATTR.left]?.NS?.map(Number).sort((a, b) => a - b),
     readers: entriesOf(item[ATTR.readers]?.M),
+    upgrader: item[ATTR.upgrader]?.S,
+    upgrading: item[ATTR.upgrading]?.S,
   };
 }
 

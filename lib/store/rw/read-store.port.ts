@@ -7,6 +7,15 @@ export interface ReaderWrite {
   key: string;
   /** The entry as written (a new version on every write). */
   entry: ReaderEntry;
+  /** An upgradeable reader's start or join: it takes the group's one upgrader slot. */
+  upgradeable?: boolean;
+}
+
+/** The write lock an upgrading reader becomes: a mutex holder by token. */
+export interface UpgradeHolder {
+  token: string;
+  owner: string;
+  leaseMs: number;
 }
 
 /**
@@ -42,4 +51,13 @@ export interface ReadStorePort {
   release(key: string, id: string, leaseMs: number, heldMs?: number): Promise<boolean>;
   /** Removes the entry `seen`, unchanged since it was seen for its whole lease (its reader is gone); the last one ends the group. */
   pass(key: string, seen: ReaderEntry): Promise<WriteResult>;
+  /** The upgradeable reader `id` starts upgrading: from now no reader joins the group (writers stay in line). */
+  claimUpgrade(key: string, id: string): Promise<WriteResult>;
+  /**
+   * The upgrading reader, the group's only one now, becomes a write lock in one write: the group's
+   * ticket stays served (no writer in line gets in between), the fencing counter rises by one.
+   */
+  convert(key: string, id: string, holder: UpgradeHolder): Promise<WriteResult>;
+  /** The upgrading reader gives up upgrading (it stays a reader): readers may join again. */
+  abandonUpgrade(key: string, id: string): Promise<WriteResult>;
 }

@@ -11,7 +11,7 @@ import { FREE, heldValue, lastHold, noHold, onlyLockItem } from '../mutex/mutex.
 import { ATTRIBUTE_NAMES, LEFT_MAX, type LockRecord, leftRun, toLockRecord } from '../mutex/mutex.record';
 import type { WriteResult } from '../mutex/mutex-store.protocol';
 import { formatEntry, MAX_READERS, ticketsBetween, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry, readerOf } from './read.record';
-import type { JoinWrite, ReaderWrite, ReadStorePort } from './read-store.port';
+import type { JoinWrite, ReaderWrite, ReadStorePort, UpgradeHolder } from './read-store.port';
 
 /** Most tries of a reader's leave while other readers keep changing the group (see `leave()`). */
 const LEAVE_ATTEMPTS = 64;
@@ -38,7 +38,7 @@ export class DynamoReadStore implements ReadStorePort {
     this.keys = options.keys ?? DEFAULT_TABLE_KEYS;
   }
 
-  start({ key, entry }: ReaderWrite): Promise<WriteResult> {
+  start({ key, entry, upgradeable }: ReaderWrite): Promise<WriteResult> {
     const now = Date.now();
 
     return this.update(key, entry.leaseMs, now, {
@@ -55,8 +55,9 @@ export class DynamoReadStore implements ReadStorePort {
         '#head = if_not_exists(#tail, :base)',
         '#tail = if_not_exists(#tail, :base) + :one',
         '#tailToken = :tailToken',
+        ...(upgradeable ? ['#upgrader = :rid'] : []),
       ],
-      remove: ['#live', '#released', '#claims', '#left', '#data'],
+      remove: ['#live', '#released', '#claims', '#left', '#data', '#upgrading', ...(upgradeable ? [] : ['#upgrader'])],
       condition: `${FREE}${onlyLockItem(this.keys)}`,
       values: {
         ...groupValues(entry, now),
@@ -69,7 +70,7 @@ export class DynamoReadStore implements ReadStorePort {
     });
   }
 
-  async join({ key, entry, head, tail }: JoinWrite): Promise<WriteResult> {
+  async join({ key, entry, head, tail, upgradeable }: JoinWrite): Promise<WriteResult> {
     // More tickets than the left set can hold: somebody waits.
     if (tail - head - 1 > LEFT_MAX) return { ok: false, current: await this.mutex.read(key) };
     const values: Record<string, AttributeValue> = {
@@ -84,10 +85,13 @@ export class DynamoReadStore implements ReadStorePort {
     });
     return this.withLease(key, entry, (now) => ({
       id: entry.id,
-      set: ['#readers.#rid = :entry', '#rvn = :rvn', '#updatedAt = :now'],
+      set: ['#readers.#rid = :entry', '#rvn = :rvn', '#updatedAt = :now', ...(upgradeable ? ['#upgrader = :rid'] : [])],
       remove: ['#live'],
+      // No reader joins a group whose upgradeable reader upgrades; an upgradeable one, none that has one.
       condition:
         '#token = :group AND #head = :head AND #tail = :tail AND attribute_not_exists(#readers.#rid) AND size(#readers) < :max' +
+        ' AND attribute_not_exists(#upgrading)' +
+        (upgradeable ? ' AND attribute_not_exists(#upgrader)' : '') +
         left.join(''),
       values: { ...groupValues(entry, now), ...values },
     }));
@@ -115,6 +119,53 @@ export class DynamoReadStore implements ReadStorePort {
     return this.leave(key, seen.id, seen, seen.leaseMs);
   }
 
+  claimUpgrade(key: string, id: string): Promise<WriteResult> {
+    return this.update(key, undefined, Date.now(), {
+      id,
+      set: ['#upgrading = :rid'],
+      condition: '#token = :group AND #upgrader = :rid AND attribute_exists(#readers.#rid)',
+      values: { ':group': { S: READ_GROUP_TOKEN }, ':rid': { S: id } },
+    });
+  }
+
+  convert(key: string, id: string, holder: UpgradeHolder): Promise<WriteResult> {
+    const now = Date.now();
+    return this.update(key, holder.leaseMs, now, {
+      id,
+      set: [
+        '#token = :token',
+        '#owner = :owner',
+        '#lease = :lease',
+        '#fence = #fence + :one',
+        '#rvn = :rvn',
+        '#acquiredAt = :now',
+        '#updatedAt = :now',
+      ],
+      remove: ['#readers', '#upgrader', '#upgrading', '#live', '#data'],
+      condition: '#token = :group AND #upgrading = :rid AND size(#readers) = :one AND attribute_exists(#readers.#rid)',
+      values: {
+        ':group': { S: READ_GROUP_TOKEN },
+        ':rid': { S: id },
+        ':token': { S: holder.token },
+        ':owner': { S: holder.owner },
+        ':lease': { N: String(holder.leaseMs) },
+        ':one': { N: '1' },
+        ':rvn': { S: randomToken() },
+        ':now': { N: String(now) },
+      },
+    });
+  }
+
+  abandonUpgrade(key: string, id: string): Promise<WriteResult> {
+    return this.update(key, undefined, Date.now(), {
+      id,
+      set: [],
+      remove: ['#upgrading'],
+      condition: '#upgrading = :rid',
+      values: { ':rid': { S: id } },
+    });
+  }
+
   /**
    * Removes an entry: while others hold, the entry alone; the last one ends the group as a mutex
    * release ends a hold (next ticket served, counter raised, then the left tickets it serves
@@ -123,10 +174,12 @@ export class DynamoReadStore implements ReadStorePort {
    */
   private async leave(key: string, id: string, seen: ReaderEntry | undefined, leaseMs: number, heldMs?: number): Promise<WriteResult> {
     let last = false;
+    // Whether the entry holds the group's upgrader slot (then it goes with it): a refusal tells.
+    let upgrader = false;
     // Each refusal that still shows the entry means another reader joined or left in between:
     // the group changed, so the next try has news. Bounded all the same.
     for (let attempt = 0; attempt < LEAVE_ATTEMPTS; attempt++) {
-      const result = await this.update(key, last ? leaseMs : undefined, Date.now(), leaveUpdate(id, seen, last, heldMs));
+      const result = await this.update(key, last ? leaseMs : undefined, Date.now(), leaveUpdate(id, seen, last, heldMs, upgrader));
       if (result.ok) {
         if (last) await this.passLeftAfter(result.record);
         return result;
@@ -135,6 +188,7 @@ export class DynamoReadStore implements ReadStorePort {
       const entry = readerOf(current, id);
       if (!entry || (seen && entry.version !== seen.version)) return { ok: false, current };
       last = Object.keys(current?.readers ?? {}).length === 1;
+      upgrader = current?.upgrader === id;
     }
     throw new LockUnavailableError(READ_LEAVE_CONTENDED(key, LEAVE_ATTEMPTS), key, 0, 0);
   }
@@ -190,6 +244,7 @@ function groupValues(entry: ReaderEntry, now: number): Record<string, AttributeV
     ':group': { S: READ_GROUP_TOKEN },
     ':groupOwner': { S: READ_GROUP_OWNER },
     ':entry': { S: formatEntry(entry) },
+    ':rid': { S: entry.id },
     ':lease': { N: String(entry.leaseMs) },
     ':rvn': { S: randomToken() },
     ':now': { N: String(now) },
@@ -197,9 +252,20 @@ function groupValues(entry: ReaderEntry, now: number): Record<string, AttributeV
 }
 
 /** The write removing entry `id` (`seen`: only at that version, a pass), not the last one or the last. */
-function leaveUpdate(id: string, seen: ReaderEntry | undefined, last: boolean, heldMs: number | undefined): ReaderUpdate {
+function leaveUpdate(
+  id: string,
+  seen: ReaderEntry | undefined,
+  last: boolean,
+  heldMs: number | undefined,
+  upgrader: boolean,
+): ReaderUpdate {
   const now = Date.now();
-  const values: Record<string, AttributeValue> = { ':group': { S: READ_GROUP_TOKEN }, ':one': { N: '1' }, ':now': { N: String(now) } };
+  const values: Record<string, AttributeValue> = {
+    ':group': { S: READ_GROUP_TOKEN },
+    ':one': { N: '1' },
+    ':now': { N: String(now) },
+    ':rid': { S: id },
+  };
   let condition = `#token = :group AND size(#readers) ${last ? '=' : '>'} :one AND `;
   if (seen) {
     values[':seen'] = { S: formatEntry(seen) };
@@ -207,12 +273,16 @@ function leaveUpdate(id: string, seen: ReaderEntry | undefined, last: boolean, h
   } else condition += 'attribute_exists(#readers.#rid)';
   // A release records itself, so a retry after a lost answer knows it was done.
   const released = seen ? [] : ['#released = :rid'];
-  if (!seen) values[':rid'] = { S: id };
-  if (!last) return { id, set: ['#updatedAt = :now', ...released], remove: ['#readers.#rid'], condition, values };
+  if (!last) {
+    // The upgrader slot goes with its reader; another reader's leave leaves it (and says so).
+    const slot = upgrader ? ' AND #upgrader = :rid' : ' AND (attribute_not_exists(#upgrader) OR #upgrader <> :rid)';
+    const remove = ['#readers.#rid', ...(upgrader ? ['#upgrader', '#upgrading'] : [])];
+    return { id, set: ['#updatedAt = :now', ...released], remove, condition: condition + slot, values };
+  }
   return {
     id,
     set: ['#head = #head + :one', '#fence = #fence + :one', '#rvn = :rvn', '#updatedAt = :now', ...released, ...lastHold(heldMs)],
-    remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live', '#readers', ...noHold(heldMs)],
+    remove: ['#token', '#owner', '#data', '#lease', '#acquiredAt', '#live', '#readers', '#upgrader', '#upgrading', ...noHold(heldMs)],
     condition,
     values: { ...values, ':rvn': { S: randomToken() }, ...heldValue(heldMs) },
   };

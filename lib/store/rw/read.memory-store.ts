@@ -4,7 +4,7 @@ import { type StoredItem, ttlOf } from '../mutex/mutex.memory-item';
 import { leftRun } from '../mutex/mutex.record';
 import type { WriteResult } from '../mutex/mutex-store.protocol';
 import { formatEntry, MAX_READERS, ticketsBetween, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry } from './read.record';
-import type { JoinWrite, ReaderWrite, ReadStorePort } from './read-store.port';
+import type { JoinWrite, ReaderWrite, ReadStorePort, UpgradeHolder } from './read-store.port';
 
 /**
  * A {@link ReadStorePort} in process memory, on the items of a {@link MemoryMutexStore}: the same
@@ -14,7 +14,7 @@ import type { JoinWrite, ReaderWrite, ReadStorePort } from './read-store.port';
 export class MemoryReadStore implements ReadStorePort {
   constructor(private readonly mutex: MemoryMutexStore) {}
 
-  start({ key, entry }: ReaderWrite): Promise<WriteResult> {
+  start({ key, entry, upgradeable }: ReaderWrite): Promise<WriteResult> {
     const e = structuredClone(entry);
     return this.mutex.apply(key, (item) => {
       if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
@@ -39,18 +39,22 @@ export class MemoryReadStore implements ReadStorePort {
         claims: undefined,
         left: undefined,
         data: undefined,
+        upgrader: upgradeable ? e.id : undefined,
+        upgrading: undefined,
         ttl: ttlOf(now, e.leaseMs),
       };
     });
   }
 
-  join({ key, entry, head, tail }: JoinWrite): Promise<WriteResult> {
+  join({ key, entry, head, tail, upgradeable }: JoinWrite): Promise<WriteResult> {
     const e = structuredClone(entry);
     const seen = ticketsBetween(head, tail);
     return this.mutex.apply(key, (item) => {
       if (!inGroup(item) || item.head !== head || item.tail !== tail || item.readers[e.id] !== undefined) return undefined;
       if (Object.keys(item.readers).length >= MAX_READERS || !seen.every((ticket) => item.left?.includes(ticket))) return undefined;
-      return withEntry(item, e);
+      // No reader joins a group whose upgradeable reader upgrades; an upgradeable one, none that has one.
+      if (item.upgrading !== undefined || (upgradeable && item.upgrader !== undefined)) return undefined;
+      return { ...withEntry(item, e), ...(upgradeable ? { upgrader: e.id } : {}) };
     });
   }
 
@@ -68,6 +72,42 @@ export class MemoryReadStore implements ReadStorePort {
     return this.leave(key, seen.id, structuredClone(seen), seen.leaseMs);
   }
 
+  claimUpgrade(key: string, id: string): Promise<WriteResult> {
+    return this.mutex.apply(key, (item) =>
+      inGroup(item) && item.upgrader === id && item.readers[id] !== undefined ? { ...item, upgrading: id } : undefined,
+    );
+  }
+
+  convert(key: string, id: string, holder: UpgradeHolder): Promise<WriteResult> {
+    const h = structuredClone(holder);
+    return this.mutex.apply(key, (item) => {
+      if (!inGroup(item) || item.upgrading !== id || item.readers[id] === undefined || Object.keys(item.readers).length !== 1)
+        return undefined;
+      if (item.fence === undefined) return undefined;
+      const now = Date.now();
+      return {
+        ...item,
+        token: h.token,
+        owner: h.owner,
+        leaseMs: h.leaseMs,
+        fence: item.fence + 1,
+        rvn: randomToken(),
+        acquiredAt: now,
+        updatedAt: now,
+        readers: undefined,
+        upgrader: undefined,
+        upgrading: undefined,
+        live: undefined,
+        data: undefined,
+        ttl: ttlOf(now, h.leaseMs),
+      };
+    });
+  }
+
+  abandonUpgrade(key: string, id: string): Promise<WriteResult> {
+    return this.mutex.apply(key, (item) => (item.upgrading === id ? { ...item, upgrading: undefined } : undefined));
+  }
+
   private async leave(key: string, id: string, seen: ReaderEntry | undefined, leaseMs: number, heldMs?: number): Promise<WriteResult> {
     const result = await this.mutex.apply(key, (item) => {
       if (!inGroup(item) || item.readers[id] === undefined || (seen && item.readers[id] !== formatEntry(seen))) return undefined;
@@ -75,7 +115,9 @@ export class MemoryReadStore implements ReadStorePort {
       const readers = { ...item.readers };
       delete readers[id];
       const released = seen ? {} : { releasedToken: id };
-      if (Object.keys(readers).length > 0) return { ...item, readers, updatedAt: now, ...released };
+      // The upgrader slot goes with its reader.
+      const slot = item.upgrader === id ? { upgrader: undefined, upgrading: undefined } : {};
+      if (Object.keys(readers).length > 0) return { ...item, readers, updatedAt: now, ...released, ...slot };
       if (item.head === undefined || item.fence === undefined) return undefined;
       return {
         ...item,
@@ -93,6 +135,8 @@ export class MemoryReadStore implements ReadStorePort {
         acquiredAt: undefined,
         live: undefined,
         readers: undefined,
+        upgrader: undefined,
+        upgrading: undefined,
       };
     });
     // As the DynamoDB store: the group's end passes the left tickets it serves.

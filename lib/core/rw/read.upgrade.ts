@@ -1,0 +1,105 @@
+import { LockBusyError, LockLostError } from '../../errors/lock.errors';
+import { UPGRADE_BUSY, UPGRADE_LOST } from '../../errors/lock.messages';
+import type { LockRecord } from '../../store/mutex/mutex.record';
+import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
+import type { WriteResult } from '../../store/mutex/mutex-store.protocol';
+import { readerIdOf, readerOf, readersOf } from '../../store/rw/read.record';
+import type { ReadStorePort, UpgradeHolder } from '../../store/rw/read-store.port';
+import { jitter, monotonicNow, sleep } from '../../utils/clock';
+import type { KeyHistory } from '../engine/key-history';
+import { silentReaders } from './reader.watch';
+
+/** Shortest and longest pause between reads while the other readers leave. */
+const POLL_MIN_MS = 5;
+const POLL_GROWTH = 1.5;
+
+/** What an upgrade needs from its primitive. */
+export interface UpgradeHost {
+  readonly store: ReadStorePort;
+  readonly mutex: Pick<MutexStorePort, 'read'>;
+  /** Entry versions as first seen, per key, across calls (the readers' watch of silent entries). */
+  readonly history: KeyHistory;
+  readonly maxPollMs: number;
+}
+
+/** One upgrade: the reader's key and token, the write lock it becomes, and until when it waits. */
+export interface UpgradeRequest {
+  key: string;
+  storedKey: string;
+  /** The upgradeable reader's owner token. */
+  token: string;
+  holder: UpgradeHolder;
+  /** Monotonic start and deadline of the wait for the other readers (equal: one attempt). */
+  startedAt: number;
+  deadline: number;
+  signal: AbortSignal | undefined;
+}
+
+/** The write lock an upgrade made: the item as its converting write left it, and when that write was sent. */
+export interface Upgraded {
+  record: LockRecord;
+  sentAt: number;
+}
+
+/**
+ * Turns an upgradeable read lock into a write lock: marks the group upgrading (no reader joins
+ * from then on; writers in line stay behind the group's ticket), waits until this reader is the
+ * group's only one (passing readers silent for their lease, as waiting readers do), then converts
+ * the group into this reader's write lock in one write. Given up (the wait ran out, the signal
+ * aborted), the mark goes and the lock stays a read lock.
+ * @throws LockBusyError when other readers stay for the whole wait; LockLostError when the read lock is gone.
+ */
+export async function upgradeReader(host: UpgradeHost, request: UpgradeRequest): Promise<Upgraded> {
+  const { store, mutex } = host;
+  const id = readerIdOf(request.token);
+  const claimed = await store.claimUpgrade(request.storedKey, id);
+  let current = claimed.ok ? claimed.record : (claimed.current ?? (await mutex.read(request.storedKey)));
+  if (!claimed.ok && current?.upgrading !== id) throw lost(request.key);
+  let streak = 0;
+  try {
+    for (;;) {
+      if (!readerOf(current, id)) {
+        // Converted by a write whose answer was lost: this reader's token holds the item.
+        if (current?.token === request.holder.token) return { record: current, sentAt: monotonicNow() };
+        throw lost(request.key);
+      }
+      const others = readersOf(current).filter((entry) => entry.id !== id);
+      if (others.length === 0) {
+        const sentAt = monotonicNow();
+        const result = await store.convert(request.storedKey, id, request.holder);
+        if (result.ok) return { record: result.record, sentAt };
+        current = await answerOf(host, request.storedKey, result);
+        if (current?.token === request.holder.token) return { record: current, sentAt };
+        continue;
+      }
+      const now = monotonicNow();
+      const dead = silentReaders(host.history, request.storedKey, others, now)[0];
+      if (dead) {
+        current = await answerOf(host, request.storedKey, await store.pass(request.storedKey, dead));
+        continue;
+      }
+      if (now >= request.deadline) {
+        const waited = Math.round(now - request.startedAt);
+        const single = request.deadline <= request.startedAt;
+        throw new LockBusyError(UPGRADE_BUSY(request.key, others.length, single ? undefined : waited), request.key, undefined, waited);
+      }
+      const pause = jitter(Math.min(host.maxPollMs, POLL_MIN_MS * POLL_GROWTH ** Math.min(streak++, 30)), 0.1);
+      await sleep(Math.min(pause, request.deadline - now), request.signal);
+      current = await mutex.read(request.storedKey);
+    }
+  } catch (error) {
+    // Given up: readers may join again (a failure to say so is harmless: the group's end clears it).
+    await store.abandonUpgrade(request.storedKey, id).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The item a write's answer showed, or (a server that returns none) one read of it. */
+async function answerOf(host: UpgradeHost, storedKey: string, result: WriteResult): Promise<LockRecord | undefined> {
+  if (result.ok) return result.record;
+  return result.current ?? (await host.mutex.read(storedKey));
+}
+
+function lost(key: string): LockLostError {
+  return new LockLostError(UPGRADE_LOST(key), key, 'gone');
+}
