@@ -94,7 +94,7 @@ export class LeaseKeeper {
       state: 'held',
       lock,
       controller,
-      writes: Promise.resolve(),
+      writes: undefined,
       acquiredAt: monotonicNow(),
       queuedElsewhere: ticketsWaiting(record),
       fire: waiter.fire,
@@ -177,7 +177,7 @@ export class LeaseKeeper {
 
   /** Runs a write of `lease` after its earlier writes, marking it busy for the scheduler. */
   serial<T>(lease: HeldLease, write: () => Promise<T>): Promise<T> {
-    const run = lease.writes.then(async () => {
+    const run = (lease.writes ?? Promise.resolve()).then(async () => {
       lease.busy = true;
       try {
         return await write();
@@ -186,7 +186,15 @@ export class LeaseKeeper {
         this.scheduler.touch(lease);
       }
     });
-    lease.writes = run.catch(() => undefined);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    lease.writes = tail;
+    // An idle lease keeps no promise (thousands held add up).
+    void tail.then(() => {
+      if (lease.writes === tail) lease.writes = undefined;
+    });
     return run;
   }
 
@@ -247,8 +255,8 @@ export class LeaseKeeper {
       if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
       // A scheduled heartbeat keeps its cadence (one per interval) when it went out late, by up to
-      // half an interval: a late one does not push every later one back.
-      lease.nextBeatAt = rethrow ? sentAt + lease.heartbeatMs : Math.max(dueAt + lease.heartbeatMs, sentAt + lease.heartbeatMs / 2);
+      // a quarter of an interval: a late one does not push every later one back.
+      lease.nextBeatAt = rethrow ? sentAt + lease.heartbeatMs : Math.max(dueAt + lease.heartbeatMs, sentAt + lease.heartbeatMs * 0.75);
       lease.lastError = undefined;
       if (monotonicNow() >= lease.validUntil)
         this.lose(lease, 'expired', { kind: 'late-answer', answeredAfterMs: Math.round(monotonicNow() - sentAt) });

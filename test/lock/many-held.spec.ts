@@ -1,0 +1,114 @@
+/**
+ * Many locks held by one manager: heartbeats go out a few at a time, as fast as the server answers
+ * them, one per lock per interval; when the server cannot take that many, one warning says so and
+ * names the rate it reaches, and no lock is lost while the leases allow the slower round. On the
+ * memory store and on every test server.
+ */
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Lock, LockManager, MemoryLockStore } from '../../lib';
+import { memoryStoresOf } from '../support/custom-stores';
+import { LockFixture, MemoryLogger } from '../support/lock-fixture';
+import { ServerCapacity } from '../support/server-capacity';
+import { describeEachServer } from '../support/servers';
+
+jest.setTimeout(40_000);
+
+/**
+ * One heartbeat per lock per second (300 writes per second); a lease of 4 s, so each lock stays valid
+ * 3.6 s after its last heartbeat was sent, 2.6 s after its next one was due.
+ */
+const OPTIONS = { leaseDuration: 4_000, heartbeatInterval: 1_000, requestTimeout: 1_500 } as const;
+const BEHIND = /Heartbeats are falling behind: this process holds (\d+) locks, whose heartbeats need about (\d+) writes per second, and DynamoDB answers about (\d+) per second/;
+
+interface Setup {
+  manager: LockManager;
+  logger: MemoryLogger;
+  capacity: ServerCapacity;
+}
+
+async function acquireAll(manager: LockManager, prefix: string, held: number): Promise<Lock[]> {
+  const locks: Lock[] = [];
+  for (let i = 0; i < held; i += 50) {
+    locks.push(...(await Promise.all(Array.from({ length: Math.min(50, held - i) }, (_, j) => manager.acquire(`${prefix}-${i + j}`)))));
+  }
+  return locks;
+}
+
+/**
+ * The suite for `held` locks (one heartbeat each per second), on a server held to a capacity of
+ * `workers` requests at once, `serviceMs` each: 2 × held answers per second (room for every
+ * heartbeat), then held / 2 (half of them).
+ */
+function manyHeldSuite(held: number, setup: (workers: number, serviceMs: number) => Setup): void {
+  it(`renews each of ${held} locks once per interval, a few heartbeats in flight at a time, and warns of nothing`, async () => {
+    const { manager, logger, capacity } = setup(4, 2_000 / held);
+    const locks = await acquireAll(manager, 'enough', held);
+    capacity.on = true;
+    await sleep(1_200);
+    capacity.reset();
+    await sleep(3_000);
+    expect(locks.every((lock) => lock.isHeld)).toBe(true);
+    // 3 intervals of heartbeats (each lock once per interval).
+    expect(capacity.answered).toBeGreaterThan(3 * held * 0.9);
+    expect(capacity.answered).toBeLessThan(3 * held * 1.1);
+    expect(capacity.maxInFlight).toBeLessThanOrEqual(32);
+    expect(logger.at('warn')).toEqual([]);
+    await manager.close();
+  });
+
+  it(`keeps ${held} locks when the server answers only half their heartbeats on time, and says so in one warning naming its rate`, async () => {
+    // Each lock is renewed about every 2 s (the first round too, all due at once), within its 2.6 s of slack.
+    const { manager, logger, capacity } = setup(2, 4_000 / held);
+    const locks = await acquireAll(manager, 'behind', held);
+    capacity.on = true;
+    await sleep(6_000);
+    expect(locks.every((lock) => lock.isHeld)).toBe(true);
+    const warnings = logger.at('warn');
+    expect(warnings).toHaveLength(1);
+    const [, holds, needed, answered] = BEHIND.exec(warnings[0])?.map(Number) ?? [];
+    expect(holds).toBe(held);
+    expect(needed).toBe(held);
+    expect(answered).toBeGreaterThan((held / 2) * 0.66);
+    expect(answered).toBeLessThan((held / 2) * 1.33);
+    // The waiting happens in the library's queue, not at the server, where request limits run.
+    expect(capacity.maxInFlight).toBeLessThanOrEqual(64);
+    await manager.close();
+  });
+}
+
+describeEachServer('Many locks held', (server) => {
+  const fixture = new LockFixture(server);
+  const managers: LockManager[] = [];
+  beforeAll(() => fixture.setup());
+  afterAll(async () => {
+    await Promise.all(managers.map((m) => m.close()));
+    await fixture.close();
+  });
+  // A real server answers a few hundred writes per second on a loaded test machine: 100 locks.
+  manyHeldSuite(100, (workers, serviceMs) => {
+    const capacity = new ServerCapacity(workers, serviceMs);
+    const client = fixture.newClient();
+    capacity.gateUpdates(client);
+    const logger = new MemoryLogger();
+    const manager = new LockManager({ tableName: fixture.tableName, client, logger, ...OPTIONS });
+    managers.push(manager);
+    return { manager, logger, capacity };
+  });
+});
+
+describe('Many locks held [memory store]', () => {
+  const managers: LockManager[] = [];
+  afterAll(() => Promise.all(managers.map((m) => m.close())));
+  manyHeldSuite(300, (workers, serviceMs) => {
+    const capacity = new ServerCapacity(workers, serviceMs);
+    const store = new MemoryLockStore();
+    const mutex = memoryStoresOf(store).mutex;
+    const heartbeat = mutex.heartbeat.bind(mutex);
+    mutex.heartbeat = (request) => capacity.through(() => heartbeat(request));
+    const logger = new MemoryLogger();
+    const manager = new LockManager({ store, logger, ...OPTIONS });
+    managers.push(manager);
+    return { manager, logger, capacity };
+  });
+});
