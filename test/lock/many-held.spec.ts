@@ -19,7 +19,8 @@ jest.setTimeout(40_000);
  * 3.6 s after its last heartbeat was sent, 2.6 s after its next one was due.
  */
 const OPTIONS = { leaseDuration: 4_000, heartbeatInterval: 1_000, requestTimeout: 1_500 } as const;
-const BEHIND = /Heartbeats are falling behind: this process holds (\d+) locks, whose heartbeats need about (\d+) writes per second, and DynamoDB answers about (\d+) per second/;
+const BEHIND =
+  /Heartbeats are falling behind: this process holds (\d+) locks, whose heartbeats need about (\d+) writes per second, and DynamoDB answers about (\d+) per second/;
 
 interface Setup {
   manager: LockManager;

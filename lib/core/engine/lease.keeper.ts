@@ -1,5 +1,13 @@
 import { LockLostError, type LockLostReason } from '../../errors/lock.errors';
-import { type ExpiryCause, HEARTBEAT_FAILED, HEARTBEATS_BEHIND, LOCK_EXPIRED, LOCK_GONE, LOCK_TAKEN, NOT_HELD_FOR_EXTEND } from '../../errors/lock.messages';
+import {
+  type ExpiryCause,
+  HEARTBEAT_FAILED,
+  HEARTBEATS_BEHIND,
+  LOCK_EXPIRED,
+  LOCK_GONE,
+  LOCK_TAKEN,
+  NOT_HELD_FOR_EXTEND,
+} from '../../errors/lock.messages';
 import type { AcquiredVia } from '../../interfaces/lock-event.interface';
 import { type LockRecord, ticketsWaiting } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
