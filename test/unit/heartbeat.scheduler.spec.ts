@@ -151,7 +151,7 @@ describe('HeartbeatScheduler', () => {
 
   it('keeps every lease when the server answers fewer than are due, and says so once, naming the rate it answers', async () => {
     // 400 leases, one heartbeat each every second (400 per s); the server answers 4 at a time in 20 ms (200 per s).
-    const { s, beats, expired, warnings, lease } = scheduler(1_000, 3_000, server(4, 20));
+    const { s, beats, expired, warnings, lease, maxInFlight } = scheduler(1_000, 3_000, server(4, 20));
     for (let i = 0; i < 400; i++) s.add(lease(`l${i}`, 1_000 + Math.floor(i / 4), 3_000));
     await jest.advanceTimersByTimeAsync(8_000);
     expect(expired).toEqual([]);
@@ -159,20 +159,43 @@ describe('HeartbeatScheduler', () => {
     expect(warnings[0].answeredPerSecond).toBeGreaterThan(180);
     expect(warnings[0].answeredPerSecond).toBeLessThan(220);
     expect(warnings[0].lateMs).toBeGreaterThan(500);
+    // The most in flight while that rate was counted; never past the hard cap (32 + 8 urgent).
+    expect(warnings[0].inFlight).toBeGreaterThan(0);
+    expect(warnings[0].inFlight).toBeLessThanOrEqual(40);
+    expect(maxInFlight()).toBeLessThanOrEqual(40);
     // Every lease was renewed, about every two seconds (7 s of 200 per s).
     expect(new Set(beats).size).toBe(400);
     expect(beats.length).toBeGreaterThan(1_300);
     s.close();
   });
 
-  it('still reports a lease lost whose heartbeat could not start before its lease ran out', async () => {
-    // Answers take 2 s; 20 leases due together, each lease valid 300 ms past its due heartbeat.
+  it('starts a waiting heartbeat past the limit once its lease is half spent, on a timer, and still reports lost a lease whose write never ends', async () => {
+    // Answers take 2 s (writes hang past every lease); 12 leases due at 100, valid until 400: urgent from 250.
     const { s, beats, expired, lease } = scheduler(100, 300, 2_000);
-    for (let i = 0; i < 20; i++) s.add(lease(`l${i}`, 100, 400));
+    for (let i = 0; i < 12; i++) s.add(lease(`l${i}`, 100, 400));
+    await jest.advanceTimersByTimeAsync(100);
+    expect(beats).toHaveLength(8);
+    // No write ends before then: only a timer can start the other four.
+    await jest.advanceTimersByTimeAsync(149);
+    expect(beats).toHaveLength(8);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(beats).toHaveLength(12);
+    await jest.advanceTimersByTimeAsync(149);
+    expect(expired).toEqual([]);
+    // Their writes never came back in time: each is reported lost at its deadline.
+    await jest.advanceTimersByTimeAsync(1);
+    expect(expired).toHaveLength(12);
+    s.close();
+  });
+
+  it('never has more than 8 heartbeats in flight past the limit, however many are urgent', async () => {
+    // 30 leases due at 100, valid until 400; writes hang for 2 s. The limit is 8 at first: 16 at most.
+    const { s, beats, expired, lease, maxInFlight } = scheduler(100, 300, 2_000);
+    for (let i = 0; i < 30; i++) s.add(lease(`l${i}`, 100, 400));
     await jest.advanceTimersByTimeAsync(400);
-    expect(beats.length).toBeLessThan(20);
-    // Those never sent ran out on the local clock: reported lost, not kept.
-    expect(expired.length).toBe(20);
+    expect(beats).toHaveLength(16);
+    expect(maxInFlight()).toBe(16);
+    expect(expired).toHaveLength(30);
     s.close();
   });
 

@@ -2,18 +2,18 @@
 const INITIAL_LIMIT = 8;
 /** Never fewer in flight than this (a slow server still renews two leases per round trip). */
 const MIN_LIMIT = 2;
-/**
- * Never more in flight than this: well below the HTTP agent's sockets (50 by default in the AWS
- * SDK), so heartbeats never queue behind each other there, where their request limit would run.
- */
+/** The limit never grows past this. */
 const MAX_LIMIT = 32;
 /**
  * A heartbeat whose lease has less than this share of its slack left (the time between when its
- * heartbeat was due and when its lease runs out) starts even when the limit is reached, up to this
- * many more in flight: pacing must never be what loses a lock.
+ * heartbeat was due and when its lease runs out) starts even when the limit is reached, up to
+ * `URGENT_EXTRA` more in flight: pacing must never be what loses a lock. Heartbeats in flight
+ * therefore never exceed `MAX_LIMIT + URGENT_EXTRA` (40), well below the HTTP agent's sockets (50
+ * by default in the AWS SDK), which acquisitions and releases share: heartbeats never queue behind
+ * each other there, where their request limit would run.
  */
 const URGENT_SHARE = 0.5;
-const URGENT_EXTRA = MAX_LIMIT;
+const URGENT_EXTRA = 8;
 /** A round trip within `BASE_FACTOR ×` the shortest one, plus `BASE_SLACK_MS`, is one the server answers without queueing. */
 const BASE_FACTOR = 2;
 const BASE_SLACK_MS = 2;
@@ -34,7 +34,7 @@ export interface FallingBehind {
   lateMs: number;
   /** Heartbeat writes answered per second since they started waiting past their due time. */
   answeredPerSecond: number;
-  /** The most heartbeat writes in flight at once. */
+  /** The most heartbeat writes in flight at once while that rate was counted (the limit, when too few answers were). */
   inFlight: number;
 }
 
@@ -52,7 +52,8 @@ export interface FallingBehind {
 export class HeartbeatPacer {
   private limit = INITIAL_LIMIT;
   private inFlight = 0;
-  private maxInFlight = 0;
+  /** The most heartbeat writes in flight at once since heartbeats started waiting past their due time. */
+  private backlogMaxInFlight = 0;
   private baseRttMs = Number.POSITIVE_INFINITY;
   private periodMinMs = Number.POSITIVE_INFINITY;
   private periodCount = 0;
@@ -75,17 +76,21 @@ export class HeartbeatPacer {
     return this.limit;
   }
 
-  /** Whether `beat` may start now: under the limit, or urgent (its lease nearly out) and under the hard cap. */
+  /** Whether `beat` may start now: under the limit, or urgent (see {@link urgentAt}) and under the hard cap. */
   mayStart(beat: PacedBeat, now: number): boolean {
     if (this.inFlight < Math.floor(this.limit)) return true;
-    const slack = beat.validUntil - beat.nextBeatAt;
-    return this.inFlight < Math.floor(this.limit) + URGENT_EXTRA && beat.validUntil - now < slack * URGENT_SHARE;
+    return this.inFlight < Math.floor(this.limit) + URGENT_EXTRA && now >= this.urgentAt(beat);
+  }
+
+  /** From when `beat` is urgent: it then starts past the limit (up to the hard cap), its lease nearly out. */
+  urgentAt(beat: PacedBeat): number {
+    return beat.validUntil - (beat.validUntil - beat.nextBeatAt) * URGENT_SHARE;
   }
 
   /** Counts a heartbeat write as started. */
   start(): void {
     this.inFlight++;
-    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    this.backlogMaxInFlight = Math.max(this.backlogMaxInFlight, this.inFlight);
   }
 
   /** Counts a heartbeat that sent no write (its lease was busy or gone) as ended. */
@@ -105,6 +110,7 @@ export class HeartbeatPacer {
     else if (Number.isNaN(this.backlogSince)) {
       this.backlogSince = now;
       this.backlogAnswers = 0;
+      this.backlogMaxInFlight = this.inFlight + 1;
     } else this.backlogAnswers++;
     if (!answered) {
       if (now - this.lastCutAt >= rttMs) {
@@ -142,7 +148,12 @@ export class HeartbeatPacer {
     this.onTimeSince = Number.NaN;
     if (this.warned) return undefined;
     this.warned = true;
-    return { lateMs: Math.round(lateMs), answeredPerSecond: this.answeredPerSecond(now), inFlight: this.maxInFlight };
+    const counted = this.backlogSeconds(now) >= 0.1;
+    return {
+      lateMs: Math.round(lateMs),
+      answeredPerSecond: this.answeredPerSecond(now),
+      inFlight: counted ? this.backlogMaxInFlight : Math.floor(this.limit),
+    };
   }
 
   /**
@@ -150,10 +161,15 @@ export class HeartbeatPacer {
    * due time: what the server takes when it is given all it can take.
    */
   answeredPerSecond(now: number): number {
-    const seconds = (now - this.backlogSince) / 1_000;
+    const seconds = this.backlogSeconds(now);
     if (seconds >= 0.1) return Math.round(this.backlogAnswers / seconds);
     // Too short a backlog to count: what the limit in flight gives at the usual round trip.
     return Number.isFinite(this.rttMs) ? Math.round((Math.floor(this.limit) * 1_000) / Math.max(1, this.rttMs)) : 0;
+  }
+
+  /** How long heartbeats have waited past their due time, in seconds (`NaN` when they do not). */
+  private backlogSeconds(now: number): number {
+    return (now - this.backlogSince) / 1_000;
   }
 
   private sample(rttMs: number): void {

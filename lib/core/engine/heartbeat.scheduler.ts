@@ -151,18 +151,38 @@ export class HeartbeatScheduler<T extends ScheduledLease> {
     this.wakeBy(this.timeline.peekTime());
   }
 
-  /** Starts queued heartbeats while the pacer lets them go. */
+  /**
+   * Starts queued heartbeats while the pacer lets them go. When it holds back the head of the
+   * queue, the timer wakes when that heartbeat becomes urgent (a write that ends wakes it sooner).
+   */
   private dispatch(now: number): void {
     for (;;) {
-      const lease = this.ready.peek();
+      const lease = this.dropStale(now);
       if (lease === undefined) return;
-      if (lease.beat !== 'queued' || !this.has(lease)) {
-        this.ready.pop();
-        continue;
+      if (!this.pacer.mayStart(lease, now)) {
+        const urgentAt = this.pacer.urgentAt(lease);
+        // Past it already: the hard cap holds it back, and only a write that ends frees a place.
+        if (urgentAt > now) this.wakeBy(urgentAt);
+        return;
       }
-      if (!this.pacer.mayStart(lease, now)) return;
       this.ready.pop();
       this.start(lease, now);
+    }
+  }
+
+  /**
+   * Pops the entries of leases no longer waiting; returns the head that is. A lease renewed while
+   * it waited (an `extend()`) has its next heartbeat in the future: it goes back to the timeline.
+   */
+  private dropStale(now: number): T | undefined {
+    for (;;) {
+      const lease = this.ready.peek();
+      if (lease === undefined || (lease.beat === 'queued' && this.has(lease) && lease.nextBeatAt <= now + COALESCE_MS)) return lease;
+      this.ready.pop();
+      if (lease.beat === 'queued' && this.has(lease)) {
+        lease.beat = 'idle';
+        this.touch(lease);
+      }
     }
   }
 
@@ -188,7 +208,7 @@ export class HeartbeatScheduler<T extends ScheduledLease> {
       this.pacer.skip();
     } else {
       // Heartbeats waiting past their due time: a slow answer must not shrink the limit then.
-      const head = this.ready.peek();
+      const head = this.dropStale(now);
       const late = head !== undefined && now - head.nextBeatAt > Math.min(LATE_MS, head.heartbeatMs / 20);
       this.pacer.finish(now - sentAt, answered, late, now);
     }

@@ -220,10 +220,17 @@ export class LeaseKeeper {
     this.scheduler.close();
   }
 
-  /** One scheduled heartbeat: `true` when the server answered, `false` when the write failed, `undefined` when none was sent. */
+  /**
+   * One scheduled heartbeat: `true` when the server answered, `false` when the write failed,
+   * `undefined` when none was sent (the lease was busy or gone, or a write that ran first, an
+   * `extend()`, moved its next heartbeat).
+   */
   private heartbeat(lease: HeldLease): Promise<boolean | undefined> {
     if (lease.busy || lease.state !== 'held') return Promise.resolve(undefined);
-    return this.serial(lease, () => this.renew(lease, lease.targetLeaseMs, false)).catch(() => false);
+    const dueAt = lease.nextBeatAt;
+    return this.serial(lease, () =>
+      lease.nextBeatAt === dueAt ? this.renew(lease, lease.targetLeaseMs, false) : Promise.resolve(undefined),
+    ).catch(() => false);
   }
 
   /**
@@ -235,7 +242,8 @@ export class LeaseKeeper {
     if (lease.state !== 'held') return undefined;
     const { store, options, events } = this.deps;
     const sentAt = monotonicNow();
-    const dueAt = lease.nextBeatAt;
+    // When this heartbeat was due; never later than now, so the next one never lands past the lease.
+    const dueAt = Math.min(lease.nextBeatAt, sentAt);
     try {
       const result = await store.heartbeat({
         key: lease.storedKey,
