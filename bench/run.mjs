@@ -5,7 +5,7 @@
  *
  * Options: --quick (CI smoke, about 1 min), --dynamodb-local (else dynalite; env DYNAMODB_ENDPOINT
  * for any server), --only=scenario,... , --systems=dlc,raw (ours always runs), --no-docs,
- * --rows=4,64 (only these waiting rows, by N).
+ * --rows=4,64 (only these waiting rows, by N), --held=2000 (the scale scenario at this n, every system).
  * `--only=waiting` also runs the cross-process scenario's 20 ms hold (ours and raw polling): the
  * waiting table takes its throughput row from there.
  */
@@ -42,10 +42,12 @@ const option = (name) =>
     .split(',');
 const only = option('only');
 const rowsOnly = option('rows');
+/** `--held=2000`: the scale scenario holds this many locks in every system (a run at one n). */
+const heldOnly = option('held')?.map(Number)[0];
 /** `--systems=ours,raw` compares fewer locks (ours is always in: every ratio is to it). */
 const locks = LOCKS.filter((id) => id === 'ours' || (option('systems') ?? LOCKS).includes(id));
 /** A run of some scenarios, rows or systems: its results are kept apart from whole runs'. */
-const partial = Boolean(only || rowsOnly || option('systems'));
+const partial = Boolean(only || rowsOnly || heldOnly || option('systems'));
 
 /** Sizes per mode: quick is a CI smoke test (about 1 min); full gives stable figures in about 7 minutes. */
 const MODES = {
@@ -190,6 +192,7 @@ const SCENARIOS = {
  */
 function planFor(name) {
   const selected = (n) => !only || only.includes(n);
+  if (name === 'scale' && heldOnly && selected(name)) return { ctx, settings: { ...MODES[mode].scale, n: heldOnly, otherN: heldOnly } };
   if (name === 'waiting' && rowsOnly && selected(name)) {
     const settings = MODES[mode].waiting;
     return { ctx, settings: { ...settings, rows: settings.rows.filter((r) => rowsOnly.includes(String(r.n))) } };

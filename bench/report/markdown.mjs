@@ -540,6 +540,27 @@ counting proxy, so request counts are comparable whatever the client. Targets ar
 
 ${tables}
 ${misses.length ? `## Targets missed in this run\n\n${misses.map((m) => `- ${m.scenario}: ${m.metric} = ${typeof m.value === 'number' ? num(m.value, 3) : m.value}, target ${m.target}: ${m.missBy}`).join('\n')}\n` : ''}
+## Next step: 100,000 held locks per process
+
+Each held lock is a lease of its own today: one conditional write per lock per heartbeat interval. At 100,000
+locks and a 10 s interval that is 10,000 writes per second from one process (864 million a day, billed as
+10,000 WCU of steady writes), beyond what one process and its SDK client send (each request costs a fraction
+of a millisecond of CPU: the scale runs above reach about 1,000 heartbeats per second with the server on the
+same 2 cores), and beyond what the library's pacing can hide: when the server answers fewer heartbeats than are
+due, it warns once with the rate reached, and leases survive only while each round of heartbeats takes less than
+a lease.
+
+The design that holds 100,000 locks is one lease per process shared by its locks, as etcd leases and ZooKeeper
+sessions do: the process renews one session item per interval (1 write, whatever the number held), and each lock
+item names the session (its id and epoch) instead of carrying a lease. What it costs:
+- a waiter judges a holder by two items (the lock and its session: 2 reads, not 1), and takes a lock over in one
+  transaction conditioned on the session item being unchanged for a whole lease (\`TransactWriteItems\`: 2 items,
+  billed twice, about 4 WCU instead of 1); acquiring a free lock and releasing stay one write each;
+- every lock of a process is lost at once when its session runs out (a pause or partition longer than the lease),
+  where today each lock runs out on its own;
+- a per-lock lease duration, \`extend()\` and per-lock heartbeat settings give way to the session's; fencing tokens
+  stay per lock, and items of dead sessions are cleaned up by the next taker or by a sweep, not by each lock's TTL.
+
 ## How to run
 
 \`\`\`sh

@@ -1,5 +1,13 @@
 import { LockLostError, type LockLostReason } from '../../errors/lock.errors';
-import { type ExpiryCause, HEARTBEAT_FAILED, LOCK_EXPIRED, LOCK_GONE, LOCK_TAKEN, NOT_HELD_FOR_EXTEND } from '../../errors/lock.messages';
+import {
+  type ExpiryCause,
+  HEARTBEAT_FAILED,
+  HEARTBEATS_BEHIND,
+  LOCK_EXPIRED,
+  LOCK_GONE,
+  LOCK_TAKEN,
+  NOT_HELD_FOR_EXTEND,
+} from '../../errors/lock.messages';
 import type { AcquiredVia } from '../../interfaces/lock-event.interface';
 import { type LockRecord, ticketsWaiting } from '../../store/mutex/mutex.record';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
@@ -37,8 +45,13 @@ export class LeaseKeeper {
   /** Leases that ran out on the local clock, until their handle is released or dropped. */
   private readonly expired = new WeakMap<Lock, HeldLease>();
   private readonly scheduler = new HeartbeatScheduler<HeldLease>(
-    (lease) => void this.heartbeat(lease),
+    (lease) => this.heartbeat(lease),
     (lease) => this.lose(lease, 'expired'),
+    (behind, held) => {
+      const renewed = held.filter((lease) => Number.isFinite(lease.heartbeatMs));
+      const needed = Math.round(renewed.reduce((sum, lease) => sum + 1_000 / lease.heartbeatMs, 0));
+      this.deps.options.logger.warn?.(HEARTBEATS_BEHIND(renewed.length, needed, behind.answeredPerSecond, behind.inFlight, behind.lateMs));
+    },
   );
 
   constructor(private readonly deps: LeaseKeeperDeps) {}
@@ -84,10 +97,12 @@ export class LeaseKeeper {
       validUntil: sentAt + leaseMs - safetyMargin(leaseMs),
       nextBeatAt: sentAt + heartbeatMs,
       busy: false,
+      slot: -1,
+      beat: 'idle',
       state: 'held',
       lock,
       controller,
-      writes: Promise.resolve(),
+      writes: undefined,
       acquiredAt: monotonicNow(),
       queuedElsewhere: ticketsWaiting(record),
       fire: waiter.fire,
@@ -170,7 +185,7 @@ export class LeaseKeeper {
 
   /** Runs a write of `lease` after its earlier writes, marking it busy for the scheduler. */
   serial<T>(lease: HeldLease, write: () => Promise<T>): Promise<T> {
-    const run = lease.writes.then(async () => {
+    const run = (lease.writes ?? Promise.resolve()).then(async () => {
       lease.busy = true;
       try {
         return await write();
@@ -179,7 +194,15 @@ export class LeaseKeeper {
         this.scheduler.touch(lease);
       }
     });
-    lease.writes = run.catch(() => undefined);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    lease.writes = tail;
+    // An idle lease keeps no promise (thousands held add up).
+    void tail.then(() => {
+      if (lease.writes === tail) lease.writes = undefined;
+    });
     return run;
   }
 
@@ -197,19 +220,30 @@ export class LeaseKeeper {
     this.scheduler.close();
   }
 
-  private async heartbeat(lease: HeldLease): Promise<void> {
-    if (lease.busy || lease.state !== 'held') return;
-    await this.serial(lease, () => this.renew(lease, lease.targetLeaseMs, false)).catch(() => undefined);
+  /**
+   * One scheduled heartbeat: `true` when the server answered, `false` when the write failed,
+   * `undefined` when none was sent (the lease was busy or gone, or a write that ran first, an
+   * `extend()`, moved its next heartbeat).
+   */
+  private heartbeat(lease: HeldLease): Promise<boolean | undefined> {
+    if (lease.busy || lease.state !== 'held') return Promise.resolve(undefined);
+    const dueAt = lease.nextBeatAt;
+    return this.serial(lease, () =>
+      lease.nextBeatAt === dueAt ? this.renew(lease, lease.targetLeaseMs, false) : Promise.resolve(undefined),
+    ).catch(() => false);
   }
 
   /**
    * One heartbeat write. Validity counts from when the write was sent, not answered.
    * A transient failure is retried until the lease runs out; `extend` rethrows it.
+   * @returns `true` when the server answered, `false` when the write failed, `undefined` when none was sent.
    */
-  private async renew(lease: HeldLease, leaseMs: number, rethrow: boolean): Promise<void> {
-    if (lease.state !== 'held') return;
+  private async renew(lease: HeldLease, leaseMs: number, rethrow: boolean): Promise<boolean | undefined> {
+    if (lease.state !== 'held') return undefined;
     const { store, options, events } = this.deps;
     const sentAt = monotonicNow();
+    // When this heartbeat was due; never later than now, so the next one never lands past the lease.
+    const dueAt = Math.min(lease.nextBeatAt, sentAt);
     try {
       const result = await store.heartbeat({
         key: lease.storedKey,
@@ -223,12 +257,12 @@ export class LeaseKeeper {
       if (result.ok) lease.rvn = result.record.rvn;
       // Ran out locally meanwhile: the orphan mark follows the version this write left.
       if (result.ok && (lease.state as HeldLease['state']) === 'lost') this.deps.history.addOrphan(lease.storedKey, lease.token, lease.rvn);
-      if (lease.state !== 'held') return;
+      if (lease.state !== 'held') return true;
       if (!result.ok) {
         // Servers that do not return the blocking item (dynalite) need a read to tell "taken" from "gone".
         const current = result.current ?? (await store.read(lease.storedKey).catch(() => undefined));
         this.lose(lease, current?.token ? 'taken' : 'gone', undefined, current?.owner);
-        return;
+        return true;
       }
       lease.leaseMs = leaseMs;
       lease.targetLeaseMs = leaseMs;
@@ -236,12 +270,15 @@ export class LeaseKeeper {
       lease.queuedElsewhere = ticketsWaiting(result.record);
       if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);
-      lease.nextBeatAt = sentAt + lease.heartbeatMs;
+      // A scheduled heartbeat keeps its cadence (one per interval) when it went out late, by up to
+      // a quarter of an interval: a late one does not push every later one back.
+      lease.nextBeatAt = rethrow ? sentAt + lease.heartbeatMs : Math.max(dueAt + lease.heartbeatMs, sentAt + lease.heartbeatMs * 0.75);
       lease.lastError = undefined;
       if (monotonicNow() >= lease.validUntil)
         this.lose(lease, 'expired', { kind: 'late-answer', answeredAfterMs: Math.round(monotonicNow() - sentAt) });
+      return true;
     } catch (error) {
-      if (lease.state !== 'held') return;
+      if (lease.state !== 'held') return false;
       lease.lastError = error;
       const left = Math.round(lease.validUntil - monotonicNow());
       options.logger.warn?.(HEARTBEAT_FAILED(lease.lock.key, error, left));
@@ -251,6 +288,7 @@ export class LeaseKeeper {
       const delayMs = Math.max(0, Math.round(lease.nextBeatAt - monotonicNow()));
       events.emitFor(lease, { type: 'retry', key: lease.lock.key, owner: lease.lock.owner, operation: 'heartbeat', error, delayMs });
       if (rethrow) throw error;
+      return false;
     }
   }
 

@@ -23,8 +23,8 @@ export interface HeldLease extends ScheduledLease {
   state: 'held' | 'released' | 'lost';
   lock: Lock;
   controller: AbortController;
-  /** Serialises this lease's writes, so a heartbeat never lands after (and undoes) an extend. */
-  writes: Promise<unknown>;
+  /** Serialises this lease's writes, so a heartbeat never lands after (and undoes) an extend; `undefined` when none is queued. */
+  writes: Promise<unknown> | undefined;
   lastError?: unknown;
   /** Monotonic time of acquisition, for the hold-time estimate. */
   acquiredAt: number;

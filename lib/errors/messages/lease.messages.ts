@@ -57,3 +57,6 @@ export const RELEASE_FAILED = (key: string, error: unknown) =>
 
 export const HEARTBEAT_FAILED = (key: string, error: unknown, remainingMs: number) =>
   `Heartbeat for lock "${key}" failed (${errorText(error)}); retrying, ${remainingMs} ms of lease left.`;
+
+export const HEARTBEATS_BEHIND = (held: number, neededPerSecond: number, answeredPerSecond: number, inFlight: number, lateMs: number) =>
+  `Heartbeats are falling behind: this process holds ${held} locks, whose heartbeats need about ${neededPerSecond} writes per second, and the lock store answers about ${answeredPerSecond} per second (with up to ${inFlight} in flight); a heartbeat now starts ${lateMs} ms after it was due. A lock stays held while its heartbeat is late by less than its lease duration minus its heartbeat interval; one whose lease runs out first is reported lost. Hold fewer locks per process, give them a longer heartbeatInterval (with a longer leaseDuration), or give the store more capacity (for DynamoDB, the table's write capacity). (Said once, until heartbeats are on time again.)`;

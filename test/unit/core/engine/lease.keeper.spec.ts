@@ -6,10 +6,12 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { KeyHistory } from '../../../../lib/core/engine/key-history';
 import { LeaseKeeper } from '../../../../lib/core/engine/lease.keeper';
+import type { Lock } from '../../../../lib/core/engine/lock';
 import type { HeldLease } from '../../../../lib/core/engine/lock-state';
 import { LockLostError } from '../../../../lib/errors/lock.errors';
 import { LOCK_RELEASED } from '../../../../lib/errors/lock.messages';
 import type { AcquireOptions } from '../../../../lib/interfaces/acquire-options.interface';
+import type { DynamoLockOptions } from '../../../../lib/interfaces/dynamo-lock-options.interface';
 import { MemoryMutexStore } from '../../../../lib/store/mutex/mutex.memory-store';
 import { engineOptions, eventsOf, newCaller } from '../support/engine.fixture';
 
@@ -17,8 +19,8 @@ const KEY = 'ledger';
 const LEASE = 900;
 
 /** A keeper over a real store; its `Lock` handles release through it. */
-function setup() {
-  const { options, seen, events } = engineOptions({ leaseDuration: LEASE });
+function setup(overrides: DynamoLockOptions = {}) {
+  const { options, seen, events } = engineOptions({ leaseDuration: LEASE, ...overrides });
   const store = new MemoryMutexStore();
   const history = new KeyHistory();
   const lost = jest.fn<(lease: HeldLease) => void>();
@@ -40,11 +42,11 @@ function setup() {
   });
   const heartbeats = jest.spyOn(store, 'heartbeat');
   /** A caller takes the free item, and the keeper starts holding it. */
-  const take = async (acquire: AcquireOptions = {}) => {
-    const { waiter } = newCaller(options, KEY, acquire);
+  const take = async (acquire: AcquireOptions = {}, key = KEY) => {
+    const { waiter } = newCaller(options, key, acquire);
     const sentAt = performance.now();
     const result = await store.acquire({
-      key: KEY,
+      key,
       token: waiter.token,
       owner: waiter.owner,
       leaseMs: waiter.leaseMs,
@@ -162,6 +164,43 @@ describe('LeaseKeeper', () => {
     await jest.advanceTimersByTimeAsync(2 * LEASE);
     expect(lock.isHeld).toBe(true);
     expect(heartbeats.mock.calls.at(-1)?.[0].leaseMs).toBe(3_000);
+    keeper.close();
+  });
+
+  it('a heartbeat that waited in the queue while extend() renewed its lease sends nothing, and the next one comes an interval after the extend', async () => {
+    // A heartbeat every 7 s of a 10 s lease (valid 9 s after a write was sent); 60 locks due 1 ms
+    // apart, on a server that answers one write at a time in 15 ms: their heartbeats queue.
+    const { keeper, store, heartbeats, take } = setup({ leaseDuration: 10_000, heartbeatInterval: 7_000 });
+    const answer = MemoryMutexStore.prototype.heartbeat.bind(store);
+    let freeAt = 0;
+    heartbeats.mockImplementation(async (write) => {
+      const now = performance.now();
+      freeAt = Math.max(now, freeAt) + 15;
+      await new Promise((resolve) => setTimeout(resolve, freeAt - now));
+      return answer(write);
+    });
+    const locks: Lock[] = [];
+    const start = performance.now();
+    for (let i = 0; i < 60; i++) {
+      locks.push((await take({}, `held-${i}`)).lock);
+      await jest.advanceTimersByTimeAsync(1);
+    }
+    const last = locks[59];
+    const writesOfLast = () => heartbeats.mock.calls.filter(([write]) => write.key === last.key).length;
+    // Every heartbeat fell due; the last lock's waits behind the others when it is extended.
+    await jest.advanceTimersByTimeAsync(start + 7_070 - performance.now());
+    const extended = last.extend();
+    await jest.advanceTimersByTimeAsync(1_000);
+    await extended;
+    expect(writesOfLast()).toBe(1);
+    expect(keeper.get(last)?.beat).toBe('idle');
+    // Its next heartbeat is 7 s after the extend, within the lease the extend gave (not 14 s after).
+    await jest.advanceTimersByTimeAsync(start + 14_000 - performance.now());
+    expect(writesOfLast()).toBe(1);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(writesOfLast()).toBe(2);
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(locks.every((lock) => lock.isHeld)).toBe(true);
     keeper.close();
   });
 
