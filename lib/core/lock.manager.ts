@@ -36,7 +36,8 @@ export class LockManager {
   private readonly events: LockEvents;
   private readonly primitives: Primitives;
   private readonly leadership: LeaderCampaigns;
-  private readonly context = new LockContext();
+  // A read lock upgraded in its scope is succeeded there by its write lock.
+  private readonly context = new LockContext((lock) => this.primitives.read.upgradedOf(lock));
   private readonly multi: MultiLockHost;
   private closed = false;
 
@@ -72,7 +73,7 @@ export class LockManager {
       waitMs: this.options.waitMs,
       acquireOne: (scope, key, options) => this.start(scope, key, options),
       held: (storedKey) => this.context.get(mutex.itemKeyOf(storedKey)),
-      isRead: (lock) => this.primitives.read.lease(lock) !== undefined,
+      isRead: (lock) => this.primitives.read.isRead(lock),
       releaseQuietly: release,
       // Only keys no caller of this process uses, through any primitive (the ordered path says why).
       // A set of read locks is taken key by key (the one-write path takes write locks).
@@ -167,7 +168,8 @@ export class LockManager {
       const nested = this.context.get(resolved.itemKey);
       if (nested && options.fireTime !== undefined) throw new LockValidationError(FIRE_TIME_NESTED(scope, key));
       // A read lock inside a write lock of the key is the write lock; a write inside a read would wait for itself.
-      if (nested && primitive === mutex && this.primitives.read.lease(nested)) throw new LockValidationError(WRITE_INSIDE_READ(scope, key));
+      if (nested && primitive === mutex && this.primitives.read.isRead(nested))
+        throw new LockValidationError(WRITE_INSIDE_READ(scope, key));
       if (nested) return Promise.resolve(nestedLock(nested));
       return primitive.acquire(key, resolved, options);
     } catch (error) {
@@ -263,6 +265,8 @@ export class LockManager {
    * @throws LockLostError when that lease no longer holds the lock.
    */
   renewLease(key: string, leaseId: string, leaseDuration?: Duration): Promise<void> {
+    const upgraded = typeof leaseId === 'string' ? this.primitives.read.upgradedByLeaseId(key, leaseId) : undefined;
+    if (upgraded) return upgraded.extend(leaseDuration);
     if (typeof leaseId === 'string' && isReaderLeaseId(leaseId)) return this.primitives.read.renewLease(key, leaseId, leaseDuration);
     return this.primitives.mutex.renewLease(key, leaseId, leaseDuration);
   }
@@ -274,6 +278,8 @@ export class LockManager {
    * @throws LockValidationError for an empty or missing `leaseId`, before any request.
    */
   releaseLease(key: string, leaseId: string): Promise<boolean> {
+    const upgraded = typeof leaseId === 'string' ? this.primitives.read.upgradedByLeaseId(key, leaseId) : undefined;
+    if (upgraded) return upgraded.release();
     if (typeof leaseId === 'string' && isReaderLeaseId(leaseId)) return this.primitives.read.releaseLease(key, leaseId);
     return this.primitives.mutex.releaseLease(key, leaseId);
   }

@@ -317,6 +317,67 @@ function readWriteSuite(name: string, setup: () => Managers): void {
       await upgraded.release();
     });
 
+    it('while an upgrade waits, no reader joins (no writer needed for it); a second upgrade of the same lock is refused', async () => {
+      const [a, b, c] = setup()(3);
+      const key = newKey('upgrade-barrier');
+      const upgradeable = await a.acquire(key, { mode: 'upgradeable' });
+      const reader = await b.acquire(key, { mode: 'read' });
+      expect(await refusedRead(c, key)).toBe(false);
+      const upgrading = upgradeable.upgrade({ wait: '20s' });
+      await expect(upgradeable.upgrade()).rejects.toThrow(/an upgrade of this lock is already under way/);
+      expect(await eventually(async () => refusedRead(c, key), 5_000)).toBe(true);
+      await reader.release();
+      const upgraded = await upgrading;
+      expect(await c.tryAcquire(key, { mode: 'read' })).toBeNull();
+      await upgraded.release();
+    });
+
+    it('an upgrade aborted by its signal, or by shutdown, leaves no mark, no write lock and nothing held', async () => {
+      const [a, b, c] = setup()(3);
+      const key = newKey('upgrade-abort');
+      const upgradeable = await a.acquire(key, { mode: 'upgradeable' });
+      const reader = await b.acquire(key, { mode: 'read' });
+      const controller = new AbortController();
+      const aborted = upgradeable.upgrade({ wait: '20s', signal: controller.signal }).catch((error: unknown) => error);
+      expect(await eventually(async () => refusedRead(c, key), 5_000)).toBe(true);
+      controller.abort(new Error('caller gone'));
+      expect(await aborted).toEqual(new Error('caller gone'));
+      expect(upgradeable.isHeld).toBe(true);
+      // The mark went: readers join again.
+      expect(await eventually(async () => !(await refusedRead(c, key)), 5_000)).toBe(true);
+      // Shutdown during an upgrade: it ends, and the key is free once the reader left too.
+      const closing = upgradeable.upgrade({ wait: '20s' }).catch((error: unknown) => error);
+      expect(await eventually(async () => refusedRead(c, key), 5_000)).toBe(true);
+      await a.close();
+      expect(await closing).toBeInstanceOf(Error);
+      expect(a.heldCount).toBe(0);
+      await reader.release();
+      const writer = await c.acquire(key, { wait: '10s' });
+      expect(writer.isHeld).toBe(true);
+      await writer.release();
+    });
+
+    it('inside withLock of an upgradeable lock, after upgrade() a nested write joins the upgraded lock; releaseLease goes through it', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('upgrade-nested');
+      await a.withLock(
+        key,
+        async (read) => {
+          const upgraded = await read.upgrade();
+          const nested = await a.acquire(key, { wait: false });
+          expect(nested.fencingToken).toBe(upgraded.fencingToken);
+          await nested.release();
+          expect(upgraded.isHeld).toBe(true);
+          expect(await a.releaseLease(key, upgraded.leaseId)).toBe(true);
+          expect(upgraded.isHeld).toBe(false);
+        },
+        { mode: 'upgradeable' },
+      );
+      const next = await b.tryAcquire(key);
+      expect(next).not.toBeNull();
+      await next!.release();
+    });
+
     it('several keys read-locked at once: two managers hold the same set', async () => {
       const [a, b] = setup()(2);
       const keys = [newKey('set-a'), newKey('set-b')];
@@ -359,6 +420,33 @@ describeEachServer('read locks', (server) => {
 
 describe('read locks [memory store]', () => {
   const managers: LockManager[] = [];
+
+  it('an upgrade whose converting write landed but whose answer was lost holds the write lock, counted from that write', async () => {
+    const original = MemoryReadStore.prototype.convert;
+    let lost = false;
+    jest.spyOn(MemoryReadStore.prototype, 'convert').mockImplementation(async function (this: MemoryReadStore, key, id, holder) {
+      const result = await original.call(this, key, id, holder);
+      if (lost || !result.ok) return result;
+      lost = true;
+      throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
+    });
+    const store = new MemoryLockStore();
+    const a = new LockManager({ store, verifyTable: false, ownerName: 'a', logger: new MemoryLogger(), maxPollInterval: 50 });
+    const b = new LockManager({ store, verifyTable: false, ownerName: 'b', logger: new MemoryLogger() });
+    managers.push(a, b);
+    try {
+      const read = await a.acquire('lost-convert', { mode: 'upgradeable' });
+      const upgraded = await read.upgrade({ wait: '5s' });
+      expect(lost).toBe(true);
+      expect(upgraded.isHeld).toBe(true);
+      expect((await b.inspect('lost-convert'))?.owner).toBe('a');
+      expect(await b.tryAcquire('lost-convert')).toBeNull();
+      await upgraded.release();
+      expect(await b.tryAcquire('lost-convert')).not.toBeNull();
+    } finally {
+      jest.restoreAllMocks();
+    }
+  });
 
   it("a start applied whose answer was lost (the resend refused, showing the reader's entry) counts the lease from the first send", async () => {
     const original = MemoryReadStore.prototype.start;

@@ -244,6 +244,68 @@ export function readStoreContract(name: string, makeStores: () => Promise<ReadSt
       okRecord(await read.join({ key, entry: entry(), head: started.head!, tail: started.tail!, upgradeable: true }));
     });
 
+    it("no conversion without the mark, nor a second one; the slot and mark go with the upgrader, by release, pass or a writer's skip", async () => {
+      const key = newKey('upgrade-edges');
+      const upgrader = entry();
+      const started = okRecord(await read.start({ key, entry: upgrader, upgradeable: true }));
+      const other = entry();
+      okRecord(await read.join({ key, entry: other, head: started.head!, tail: started.tail! }));
+      const holder = { token: tok(), owner: 'upgraded', leaseMs: LEASE };
+      await read.release(key, other.id, LEASE);
+      let before = await mustRead(key);
+      // Not marked: refused; an abandon by a reader that did not mark: refused.
+      await expectRefused(await read.convert(key, upgrader.id, holder), key, before);
+      await expectRefused(await read.abandonUpgrade(key, other.id), key, before);
+      okRecord(await read.claimUpgrade(key, upgrader.id));
+      okRecord(await read.convert(key, upgrader.id, holder));
+      // A resend of the conversion is refused, and its answer shows the write token.
+      before = await mustRead(key);
+      const resent = await read.convert(key, upgrader.id, holder);
+      await expectRefused(resent, key, before);
+      expect(before.token).toBe(holder.token);
+      expect(await mutex.release(key, { token: holder.token }, LEASE)).toBe(true);
+
+      // The upgrader's release while upgrading clears the mark, and readers join again.
+      const key2 = newKey('upgrade-release');
+      const u2 = entry();
+      const s2 = okRecord(await read.start({ key: key2, entry: u2, upgradeable: true }));
+      const r2 = entry();
+      okRecord(await read.join({ key: key2, entry: r2, head: s2.head!, tail: s2.tail! }));
+      okRecord(await read.claimUpgrade(key2, u2.id));
+      expect(await read.release(key2, u2.id, LEASE)).toBe(true);
+      const after = await mustRead(key2);
+      expect(after.upgrader).toBeUndefined();
+      expect(after.upgrading).toBeUndefined();
+      okRecord(await read.join({ key: key2, entry: entry(), head: s2.head!, tail: s2.tail!, upgradeable: true }));
+
+      // A silent upgrader passed (not the last reader) takes its slot with it.
+      const key3 = newKey('upgrade-pass');
+      const u3 = entry();
+      const s3 = okRecord(await read.start({ key: key3, entry: u3, upgradeable: true }));
+      okRecord(await read.join({ key: key3, entry: entry(), head: s3.head!, tail: s3.tail! }));
+      okRecord(await read.claimUpgrade(key3, u3.id));
+      okRecord(await read.pass(key3, u3));
+      const passed = await mustRead(key3);
+      expect(passed.upgrader).toBeUndefined();
+      expect(passed.upgrading).toBeUndefined();
+
+      // A writer's skip of the silent group takes slot and mark too.
+      const writer = tok();
+      const queued = okRecord(await mutex.enqueue({ key: key3, token: writer, claimMs: CLAIM }));
+      const seen = await mustRead(key3);
+      const taken = okRecord(
+        await mutex.skip({
+          key: key3,
+          rvn: seen.rvn!,
+          live: undefined,
+          target: queued.tail! - 1,
+          holder: { token: writer, owner: 'w', leaseMs: LEASE },
+        }),
+      );
+      expect(taken.readers).toBeUndefined();
+      expect(taken.upgrader).toBeUndefined();
+    });
+
     it("the group's end passes the left tickets it serves, and a free item takes a writer or a new group", async () => {
       const { key, readers } = await group('left', 1);
       const gone = okRecord(await mutex.enqueue({ key, token: tok(), claimMs: CLAIM })).tail! - 1;

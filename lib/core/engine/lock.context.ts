@@ -12,6 +12,12 @@ export class LockContext {
   /** Locks whose re-entrant scope ended before their release (see {@link endScope}). */
   private readonly scopesEnded = new WeakSet<Lock>();
 
+  /**
+   * @param successor the lock that took the place of one in the context, if any (an upgradeable
+   *   read lock's write lock after `upgrade()`): the context then holds that one.
+   */
+  constructor(private readonly successor: (lock: Lock) => Lock | undefined = () => undefined) {}
+
   /** Runs `fn` with `lock` (stored under `storedKey`) added to the context. */
   run<T>(storedKey: string, lock: Lock, fn: () => T): T {
     const held = new Map(this.storage.getStore());
@@ -25,11 +31,14 @@ export class LockContext {
     const held = this.storage.getStore();
     if (!held) return undefined;
     if (storedKey !== undefined) {
-      const lock = held.get(storedKey);
+      const lock = this.now(held.get(storedKey));
       return lock && this.inScope(lock) ? lock : undefined;
     }
     let last: Lock | undefined;
-    for (const lock of held.values()) if (this.inScope(lock)) last = lock;
+    for (const entry of held.values()) {
+      const lock = this.now(entry);
+      if (lock && this.inScope(lock)) last = lock;
+    }
     return last;
   }
 
@@ -43,6 +52,11 @@ export class LockContext {
   }
 
   /** Whether a lock in the async context may still be used: held, and its scope not ended. */
+  /** The lock a context entry stands for now (its successor, if it has one). */
+  private now(lock: Lock | undefined): Lock | undefined {
+    return lock && (this.successor(lock) ?? lock);
+  }
+
   private inScope(lock: Lock): boolean {
     return !this.scopesEnded.has(rootLock(lock)) && lock.isHeld;
   }

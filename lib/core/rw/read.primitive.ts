@@ -10,13 +10,13 @@ import {
   READ_STORE_UNSUPPORTED,
   RELEASE_NOT_HELD,
   RELEASED_AT_SHUTDOWN,
+  UPGRADE_IN_PROGRESS,
   UPGRADE_LOST,
   UPGRADE_UNSUPPORTED,
 } from '../../errors/lock.messages';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
 import type { LockInfo } from '../../interfaces/lock-info.interface';
 import type { LockRecord } from '../../store/mutex/mutex.record';
-import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import { newEntry, type ReaderEntry, readerIdOf, readerOf, readerToken } from '../../store/rw/read.record';
 import type { ReadStorePort } from '../../store/rw/read-store.port';
 import { monotonicNow } from '../../utils/clock';
@@ -30,6 +30,7 @@ import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/pr
 import { createWaiter } from '../engine/waiter.factory';
 import { settleWaiter } from '../engine/waiter.settle';
 import { ReadAcquisition, type ReadAcquisitionHost } from './read-acquisition';
+import { leaseView } from './read.lease-view';
 import { checkReadOptions } from './read.options';
 import { upgradeReader } from './read.upgrade';
 import { UpgradedLocks } from './upgraded.locks';
@@ -55,6 +56,12 @@ export class ReadPrimitive implements LockPrimitive {
   private readonly upgraded: UpgradedLocks;
   /** The read locks taken with `mode: 'upgradeable'` (they alone may `upgrade()`). */
   private readonly upgradeable = new WeakSet<Lock>();
+  /** Upgrades running, one per read lock. */
+  private readonly upgrades = new Map<Lock, Promise<Lock>>();
+  /** The write lock each upgraded read lock became (a nested acquisition inside its scope joins it). */
+  private readonly upgradedFrom = new WeakMap<Lock, Lock>();
+  /** Aborts at shutdown: upgrades under way stop waiting. */
+  private readonly closing = new AbortController();
   private readonly store: ReadStorePort | undefined;
 
   constructor(private readonly context: PrimitiveContext) {
@@ -171,19 +178,35 @@ export class ReadPrimitive implements LockPrimitive {
    * heartbeats go on while it waits for the other readers; once converted, the read lock ends
    * and the write lock, held from the converting write, is returned.
    */
-  private async upgrade(lock: Lock, options: UpgradeOptions): Promise<Lock> {
+  private upgrade(lock: Lock, options: UpgradeOptions): Promise<Lock> {
+    if (this.upgrades.has(lock)) return Promise.reject(new LockValidationError(UPGRADE_IN_PROGRESS(lock.key)));
+    const done = this.upgradeNow(lock, options).finally(() => this.upgrades.delete(lock));
+    this.upgrades.set(lock, done);
+    const tracked = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.attempts.add(tracked);
+    void tracked.finally(() => this.attempts.delete(tracked));
+    return done;
+  }
+
+  private async upgradeNow(lock: Lock, options: UpgradeOptions): Promise<Lock> {
     const lease = this.keeper.get(lock);
     const { store, context } = this;
     if (!this.upgradeable.has(lock) || !store) throw new LockValidationError(UPGRADE_UNSUPPORTED(lock.key));
     if (!lease || !this.keeper.checkHeld(lock)) throw new LockLostError(UPGRADE_LOST(lock.key), lock.key, 'gone');
-    const { wait, signal } = options;
+    const { wait } = options;
+    // Shutdown ends the wait as the caller's signal does.
+    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
     const waiter = createWaiter(context.options, () => context.assertOpen(), lock.key, lease.storedKey, {
       wait,
       signal,
       leaseDuration: lease.targetLeaseMs,
     });
+    const later = (task: () => Promise<void>) => void this.track(task().catch(() => undefined));
     const done = await upgradeReader(
-      { store, mutex: context.stores.mutex, history: this.history, maxPollMs: context.options.maxPollMs },
+      { store, mutex: context.stores.mutex, history: this.history, maxPollMs: context.options.maxPollMs, later },
       {
         key: lock.key,
         storedKey: lease.storedKey,
@@ -195,9 +218,42 @@ export class ReadPrimitive implements LockPrimitive {
       },
     );
     // The read lock is over: its entry went with the group, which is now this write lock.
+    const heldMs = Math.round(monotonicNow() - lease.acquiredAt);
     this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     this.upgradeable.delete(lock);
-    return this.upgraded.hold(waiter, done.record, done.sentAt);
+    context.events.emitFor(lease, {
+      type: 'released',
+      key: lock.key,
+      owner: lock.owner,
+      fencingToken: lock.fencingToken,
+      heldMs,
+      handedOver: false,
+    });
+    if (this.closing.signal.aborted) {
+      // Converted as the manager shut down: given back at once, as every lock is at shutdown.
+      await context.stores.mutex.release(lease.storedKey, { token: waiter.token }, waiter.leaseMs).catch(() => false);
+      throw this.closing.signal.reason;
+    }
+    const upgraded = this.upgraded.hold(waiter, done.record, done.sentAt);
+    this.upgradedFrom.set(lock, upgraded);
+    return upgraded;
+  }
+
+  /** Whether a lock (or a nested handle) is a read lock of this primitive (not an upgraded write lock). */
+  isRead(lock: Lock): boolean {
+    return this.keeper.get(rootLock(lock)) !== undefined;
+  }
+
+  /** The write lock a read lock became by `upgrade()`, while it is held. */
+  upgradedOf(lock: Lock): Lock | undefined {
+    const upgraded = this.upgradedFrom.get(rootLock(lock));
+    return upgraded && this.upgraded.lease(upgraded) ? upgraded : undefined;
+  }
+
+  /** The upgraded write lock of this manager with owner token `leaseId` on `key`, if any. */
+  upgradedByLeaseId(key: string, leaseId: string): Lock | undefined {
+    const storedKey = toStoredKey(key, this.context.options.keyPrefix);
+    return this.upgraded.all().find((lease) => lease.storedKey === storedKey && lease.token === leaseId && lease.state === 'held')?.lock;
   }
 
   /** Releases a read lock (one conditional write; the last reader's ends the group and serves the next ticket). */
@@ -307,6 +363,7 @@ export class ReadPrimitive implements LockPrimitive {
   }
 
   async close(error: unknown): Promise<void> {
+    this.closing.abort(error);
     for (const waiter of this.waiting) settleWaiter(this.context.events, waiter, error);
     await Promise.allSettled([...this.attempts]);
     const held = this.keeper.all();
@@ -326,21 +383,4 @@ export class ReadPrimitive implements LockPrimitive {
     this.seen.set(record.key, record);
     if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value as string);
   }
-}
-
-/**
- * The read store as the lease keeper sees it: a heartbeat renews the reader's own entry (its
- * version is the lease's record version); a read shows the item as it is.
- */
-function leaseView(store: ReadStorePort, mutex: MutexStorePort): Pick<MutexStorePort, 'heartbeat' | 'read'> {
-  return {
-    async heartbeat(write) {
-      const entry = newEntry(write.holding.token, write.leaseMs ?? write.ttlLeaseMs, write.owner);
-      const result = await store.heartbeat({ key: write.key, entry });
-      if (!result.ok) return result;
-      const own = readerOf(result.record, entry.id);
-      return { ok: true, record: { key: write.key, rvn: own?.version, fencingToken: result.record.fencingToken } };
-    },
-    read: (key) => mutex.read(key),
-  };
 }

@@ -5,6 +5,7 @@ import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import type { WriteResult } from '../../store/mutex/mutex-store.protocol';
 import { readerIdOf, readerOf, readersOf } from '../../store/rw/read.record';
 import type { ReadStorePort, UpgradeHolder } from '../../store/rw/read-store.port';
+import { isTransientError } from '../../store/dynamo/transient-error';
 import { jitter, monotonicNow, sleep } from '../../utils/clock';
 import type { KeyHistory } from '../engine/key-history';
 import { silentReaders } from './reader.watch';
@@ -20,6 +21,8 @@ export interface UpgradeHost {
   /** Entry versions as first seen, per key, across calls (the readers' watch of silent entries). */
   readonly history: KeyHistory;
   readonly maxPollMs: number;
+  /** Runs a write in the background after the upgrade ended; shutdown waits for it. */
+  later(task: () => Promise<void>): void;
 }
 
 /** One upgrade: the reader's key and token, the write lock it becomes, and until when it waits. */
@@ -45,52 +48,88 @@ export interface Upgraded {
  * Turns an upgradeable read lock into a write lock: marks the group upgrading (no reader joins
  * from then on; writers in line stay behind the group's ticket), waits until this reader is the
  * group's only one (passing readers silent for their lease, as waiting readers do), then converts
- * the group into this reader's write lock in one write. Given up (the wait ran out, the signal
- * aborted), the mark goes and the lock stays a read lock.
+ * the group into this reader's write lock in one write. Every turn checks the wait and the signal,
+ * and marks the group again if the mark went. A request without an answer (a timeout, a network
+ * error) is retried until the deadline; a conversion whose answer was lost is recognised by this
+ * caller's write token in the item, its lease counted from the first conversion sent. Given up
+ * (the wait ran out, the signal aborted), the mark goes (`abandon`, retried in the background)
+ * and the lock stays a read lock.
  * @throws LockBusyError when other readers stay for the whole wait; LockLostError when the read lock is gone.
  */
 export async function upgradeReader(host: UpgradeHost, request: UpgradeRequest): Promise<Upgraded> {
   const { store, mutex } = host;
   const id = readerIdOf(request.token);
-  const claimed = await store.claimUpgrade(request.storedKey, id);
-  let current = claimed.ok ? claimed.record : (claimed.current ?? (await mutex.read(request.storedKey)));
-  if (!claimed.ok && current?.upgrading !== id) throw lost(request.key);
+  let current: LockRecord | undefined;
+  let claimed = false;
+  let firstConvertAt: number | undefined;
   let streak = 0;
   try {
     for (;;) {
-      if (!readerOf(current, id)) {
-        // Converted by a write whose answer was lost: this reader's token holds the item.
-        if (current?.token === request.holder.token) return { record: current, sentAt: monotonicNow() };
-        throw lost(request.key);
-      }
-      const others = readersOf(current).filter((entry) => entry.id !== id);
-      if (others.length === 0) {
-        const sentAt = monotonicNow();
-        const result = await store.convert(request.storedKey, id, request.holder);
-        if (result.ok) return { record: result.record, sentAt };
-        current = await answerOf(host, request.storedKey, result);
-        if (current?.token === request.holder.token) return { record: current, sentAt };
-        continue;
+      request.signal?.throwIfAborted();
+      try {
+        if (!claimed || current?.upgrading !== id) {
+          const claim = await store.claimUpgrade(request.storedKey, id);
+          current = await answerOf(host, request.storedKey, claim);
+          claimed = true;
+        }
+        if (!readerOf(current, id)) {
+          // Converted by a write whose answer was lost: this caller's write token holds the item.
+          if (firstConvertAt !== undefined && current?.token === request.holder.token) return { record: current, sentAt: firstConvertAt };
+          throw lost(request.key);
+        }
+        // Marked just now if it was not: still not marked, the slot is no longer this reader's.
+        if (current?.upgrading !== id) throw lost(request.key);
+        const others = readersOf(current).filter((entry) => entry.id !== id);
+        if (others.length === 0) {
+          const sentAt = monotonicNow();
+          firstConvertAt ??= sentAt;
+          const result = await store.convert(request.storedKey, id, request.holder);
+          if (result.ok) return { record: result.record, sentAt: firstConvertAt };
+          current = await answerOf(host, request.storedKey, result);
+          if (current?.token === request.holder.token) return { record: current, sentAt: firstConvertAt };
+        } else {
+          const dead = silentReaders(host.history, request.storedKey, others, monotonicNow())[0];
+          if (dead) {
+            current = await answerOf(host, request.storedKey, await store.pass(request.storedKey, dead));
+            continue;
+          }
+        }
+      } catch (error) {
+        // No answer: tried again (a conversion may have landed: the next read shows it), until the deadline.
+        if (!isTransientError(error)) throw error;
+        current = undefined;
       }
       const now = monotonicNow();
-      const dead = silentReaders(host.history, request.storedKey, others, now)[0];
-      if (dead) {
-        current = await answerOf(host, request.storedKey, await store.pass(request.storedKey, dead));
-        continue;
-      }
       if (now >= request.deadline) {
         const waited = Math.round(now - request.startedAt);
         const single = request.deadline <= request.startedAt;
-        throw new LockBusyError(UPGRADE_BUSY(request.key, others.length, single ? undefined : waited), request.key, undefined, waited);
+        const others = Math.max(0, readersOf(current).length - 1);
+        throw new LockBusyError(UPGRADE_BUSY(request.key, others, single ? undefined : waited), request.key, undefined, waited);
       }
       const pause = jitter(Math.min(host.maxPollMs, POLL_MIN_MS * POLL_GROWTH ** Math.min(streak++, 30)), 0.1);
       await sleep(Math.min(pause, request.deadline - now), request.signal);
-      current = await mutex.read(request.storedKey);
+      current = await mutex.read(request.storedKey).catch((error: unknown) => {
+        if (!isTransientError(error)) throw error;
+        return undefined;
+      });
     }
   } catch (error) {
-    // Given up: readers may join again (a failure to say so is harmless: the group's end clears it).
-    await store.abandonUpgrade(request.storedKey, id).catch(() => undefined);
+    // Given up: readers may join again. The mark goes in the background (retried: the upgrader's
+    // read lock keeps the group, so a mark left behind would keep readers out while it is held).
+    if (claimed) host.later(() => abandonUntilDone(store, request.storedKey, id));
     throw error;
+  }
+}
+
+/** Removes the upgrade mark: a few tries with backoff while DynamoDB does not answer. */
+async function abandonUntilDone(store: ReadStorePort, storedKey: string, id: string): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      await store.abandonUpgrade(storedKey, id);
+      return;
+    } catch {
+      await sleep(100 * 2 ** attempt);
+    }
   }
 }
 

@@ -45,3 +45,6 @@ export const UPGRADEABLE_SET = (scope: string) =>
 
 export const UPGRADE_LOST = (key: string) =>
   `lock.upgrade() on lock "${truncate(key)}": the read lock was no longer held (passed, or its lease ran out), so it cannot become a write lock.`;
+
+export const UPGRADE_IN_PROGRESS = (key: string) =>
+  `lock.upgrade() on lock "${truncate(key)}": an upgrade of this lock is already under way; await the first call's result instead of calling it again.`;

@@ -298,6 +298,8 @@ function takeFree(item: StoredItem, holder: StoredItem, token: string, now: numb
     claims: undefined,
     left: undefined,
     readers: undefined,
+    upgrader: undefined,
+    upgrading: undefined,
   };
 }
 
