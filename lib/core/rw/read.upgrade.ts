@@ -114,9 +114,11 @@ export async function upgradeReader(host: UpgradeHost, request: UpgradeRequest):
       });
     }
   } catch (error) {
-    // Given up: readers may join again. The mark goes in the background (retried: the upgrader's
-    // read lock keeps the group, so a mark left behind would keep readers out while it is held).
-    if (claimed) host.later(() => abandonUntilDone(store, request.storedKey, id));
+    // Given up: readers may join again. The mark goes now, or, without an answer, in the background
+    // (retried: the upgrader's read lock keeps the group, so a mark left behind would keep readers out).
+    if (claimed) {
+      await store.abandonUpgrade(request.storedKey, id).catch(() => host.later(() => abandonUntilDone(store, request.storedKey, id)));
+    }
     throw error;
   }
 }
