@@ -15,10 +15,9 @@ import { type WorkerReport, workerPool } from './support/worker-process';
 
 const ACCOUNTS = 4;
 const PROCESSES = 4;
-// The issue asks for 30 s: MULTI_KEY_TRANSFER_MS=30000 runs it (measured: 32-33 s per server, 66 s
-// for this file on both servers, against about 46 s at 20 s). The default stays 20 s because the
-// 30 s run adds about 20 s to CI (10 s per server, run one after the other), over the ~15 s allowed.
-const DURATION_MS = Number(process.env.MULTI_KEY_TRANSFER_MS ?? 20_000);
+// 30 s of transfers per server (measured: 32-33 s per server, 66 s for this file on both servers);
+// MULTI_KEY_TRANSFER_MS sets another length.
+const DURATION_MS = Number(process.env.MULTI_KEY_TRANSFER_MS ?? 30_000);
 const OPENING = 1_000;
 
 interface Report extends WorkerReport {
