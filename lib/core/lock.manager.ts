@@ -85,7 +85,7 @@ export class LockManager {
     exposeInternals(this, {
       stores,
       runHolding: (lock, fn) => this.runHolding(lock, fn),
-      releaseQuietly: release,
+      releaseQuietly: (lock) => this.releaseScope(lock),
       endScope: (lock) => {
         this.context.endScope(lock);
         for (const part of partsOf(lock) ?? []) this.context.endScope(part);
@@ -222,8 +222,18 @@ export class LockManager {
       this.primitives.endRun(lock, 'failed');
       throw error;
     } finally {
-      await releaseQuietly(lock, this.options.logger);
+      await this.releaseScope(lock);
     }
+  }
+
+  /**
+   * Releases the lock of a scope that ends (`withLock()`, `@WithLock`), and the write lock an
+   * upgrade made of it in that scope, if any. Failures are logged, not thrown.
+   */
+  private async releaseScope(lock: Lock): Promise<void> {
+    const upgraded = this.primitives.read.upgradedOf(lock);
+    await releaseQuietly(lock, this.options.logger);
+    if (upgraded) await releaseQuietly(upgraded, this.options.logger);
   }
 
   /**

@@ -378,6 +378,26 @@ function readWriteSuite(name: string, setup: () => Managers): void {
       await next!.release();
     });
 
+    it('withLock of an upgradeable lock releases the write lock it was upgraded to, also when the work throws', async () => {
+      const [a, b] = setup()(2);
+      const key = newKey('upgrade-scope');
+      const failed = await a
+        .withLock(
+          key,
+          async (read) => {
+            await read.upgrade();
+            throw new Error('work failed');
+          },
+          { mode: 'upgradeable' },
+        )
+        .catch((error: unknown) => error);
+      expect(failed).toEqual(new Error('work failed'));
+      expect(a.heldCount).toBe(0);
+      const next = await b.tryAcquire(key);
+      expect(next).not.toBeNull();
+      await next!.release();
+    });
+
     it('several keys read-locked at once: two managers hold the same set', async () => {
       const [a, b] = setup()(2);
       const keys = [newKey('set-a'), newKey('set-b')];
@@ -420,6 +440,31 @@ describeEachServer('read locks', (server) => {
 
 describe('read locks [memory store]', () => {
   const managers: LockManager[] = [];
+
+  it('an upgrade whose mark landed without an answer, given up at once, still removes the mark', async () => {
+    const original = MemoryReadStore.prototype.claimUpgrade;
+    jest.spyOn(MemoryReadStore.prototype, 'claimUpgrade').mockImplementation(async function (this: MemoryReadStore, key, id) {
+      await original.call(this, key, id);
+      throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
+    });
+    const store = new MemoryLockStore();
+    const a = new LockManager({ store, verifyTable: false, ownerName: 'a', logger: new MemoryLogger() });
+    const b = new LockManager({ store, verifyTable: false, ownerName: 'b', logger: new MemoryLogger() });
+    managers.push(a, b);
+    try {
+      const read = await a.acquire('lost-claim', { mode: 'upgradeable' });
+      const other = await b.acquire('lost-claim', { mode: 'read' });
+      await expect(read.upgrade({ wait: false })).rejects.toThrow(/still hold it; gave up after one attempt/);
+      // The mark went: a reader joins.
+      const joined = await b.tryAcquire('lost-claim', { mode: 'read' });
+      expect(joined).not.toBeNull();
+      await joined!.release();
+      await other.release();
+      await read.release();
+    } finally {
+      jest.restoreAllMocks();
+    }
+  });
 
   it('an upgrade whose converting write landed but whose answer was lost holds the write lock, counted from that write', async () => {
     const original = MemoryReadStore.prototype.convert;

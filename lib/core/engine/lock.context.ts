@@ -30,15 +30,9 @@ export class LockContext {
   get(storedKey?: string): Lock | undefined {
     const held = this.storage.getStore();
     if (!held) return undefined;
-    if (storedKey !== undefined) {
-      const lock = this.now(held.get(storedKey));
-      return lock && this.inScope(lock) ? lock : undefined;
-    }
+    if (storedKey !== undefined) return this.usable(held.get(storedKey));
     let last: Lock | undefined;
-    for (const entry of held.values()) {
-      const lock = this.now(entry);
-      if (lock && this.inScope(lock)) last = lock;
-    }
+    for (const entry of held.values()) last = this.usable(entry) ?? last;
     return last;
   }
 
@@ -52,9 +46,11 @@ export class LockContext {
   }
 
   /** Whether a lock in the async context may still be used: held, and its scope not ended. */
-  /** The lock a context entry stands for now (its successor, if it has one). */
-  private now(lock: Lock | undefined): Lock | undefined {
-    return lock && (this.successor(lock) ?? lock);
+  /** The lock a context entry stands for now (its successor, if it has one), while its scope lasts. */
+  private usable(entry: Lock | undefined): Lock | undefined {
+    if (!entry || this.scopesEnded.has(rootLock(entry))) return undefined;
+    const lock = this.successor(entry) ?? entry;
+    return this.inScope(lock) ? lock : undefined;
   }
 
   private inScope(lock: Lock): boolean {

@@ -17,7 +17,7 @@ const POLL_GROWTH = 1.5;
 /** What an upgrade needs from its primitive. */
 export interface UpgradeHost {
   readonly store: ReadStorePort;
-  readonly mutex: Pick<MutexStorePort, 'read'>;
+  readonly mutex: Pick<MutexStorePort, 'read' | 'release'>;
   /** Entry versions as first seen, per key, across calls (the readers' watch of silent entries). */
   readonly history: KeyHistory;
   readonly maxPollMs: number;
@@ -68,13 +68,14 @@ export async function upgradeReader(host: UpgradeHost, request: UpgradeRequest):
       request.signal?.throwIfAborted();
       try {
         if (!claimed || current?.upgrading !== id) {
+          // Set before the claim is sent: a claim that lands without an answer must be abandoned too.
+          claimed = true;
           const claim = await store.claimUpgrade(request.storedKey, id);
           current = await answerOf(host, request.storedKey, claim);
-          claimed = true;
         }
         if (!readerOf(current, id)) {
           // Converted by a write whose answer was lost: this caller's write token holds the item.
-          if (firstConvertAt !== undefined && current?.token === request.holder.token) return { record: current, sentAt: firstConvertAt };
+          if (firstConvertAt !== undefined && current?.token === request.holder.token) return adopt(host, request, current, firstConvertAt);
           throw lost(request.key);
         }
         // Marked just now if it was not: still not marked, the slot is no longer this reader's.
@@ -86,7 +87,7 @@ export async function upgradeReader(host: UpgradeHost, request: UpgradeRequest):
           const result = await store.convert(request.storedKey, id, request.holder);
           if (result.ok) return { record: result.record, sentAt: firstConvertAt };
           current = await answerOf(host, request.storedKey, result);
-          if (current?.token === request.holder.token) return { record: current, sentAt: firstConvertAt };
+          if (current?.token === request.holder.token) return adopt(host, request, current, firstConvertAt);
         } else {
           const dead = silentReaders(host.history, request.storedKey, others, monotonicNow())[0];
           if (dead) {
@@ -114,6 +115,12 @@ export async function upgradeReader(host: UpgradeHost, request: UpgradeRequest):
       });
     }
   } catch (error) {
+    // A conversion sent whose answer never came may have landed: one read tells (the write lock is
+    // this caller's then, or given back when too little of its lease is left).
+    if (firstConvertAt !== undefined) {
+      const after = await mutex.read(request.storedKey).catch(() => undefined);
+      if (after?.token === request.holder.token) return adopt(host, request, after, firstConvertAt);
+    }
     // Given up: readers may join again. The mark goes now, or, without an answer, in the background
     // (retried: the upgrader's read lock keeps the group, so a mark left behind would keep readers out).
     if (claimed) {
@@ -121,6 +128,17 @@ export async function upgradeReader(host: UpgradeHost, request: UpgradeRequest):
     }
     throw error;
   }
+}
+
+/**
+ * A conversion recognised late (its answer was lost): the write lock is this caller's, its lease
+ * counted from the first conversion sent. With less than half of it left, it is given back (one
+ * mutex release) and the upgrade reported lost, rather than handed over nearly expired.
+ */
+async function adopt(host: UpgradeHost, request: UpgradeRequest, record: LockRecord, sentAt: number): Promise<Upgraded> {
+  if (sentAt + request.holder.leaseMs / 2 > monotonicNow()) return { record, sentAt };
+  await host.mutex.release(request.storedKey, { token: request.holder.token }, request.holder.leaseMs).catch(() => false);
+  throw lost(request.key);
 }
 
 /** Removes the upgrade mark: a few tries with backoff while DynamoDB does not answer. */
