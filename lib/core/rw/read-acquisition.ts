@@ -13,7 +13,7 @@ import { holderOf, type KeyHistory, versionOf } from '../engine/key-history';
 import type { Waiter } from '../engine/lock-state';
 import { RetryBackoff } from '../waiting/retry.backoff';
 import { silentReaders } from './reader.watch';
-import { reportRetry, takeTransient, unavailableError } from '../waiting/transient.retry';
+import { stepUntilGranted, unavailableError } from '../waiting/transient.retry';
 
 /** Shortest pause between reads of a waiting reader. */
 const POLL_MIN_MS = 5;
@@ -94,31 +94,19 @@ export class ReadAcquisition {
   }
 
   /** Runs until the read lock is held, the wait ends (busy or unavailable) or the caller gives up. */
-  async run(): Promise<ReadGranted> {
-    try {
-      return await this.loop();
-    } catch (error) {
-      await this.cleanUp();
-      throw error;
-    }
-  }
-
-  private async loop(): Promise<ReadGranted> {
-    for (;;) {
-      this.waiter.cancel.signal.throwIfAborted();
-      try {
-        const granted = await this.step();
-        if (granted) return granted;
-        this.backoff.reset();
-      } catch (error) {
-        takeTransient(this.waiter, error);
+  run(): Promise<ReadGranted> {
+    return stepUntilGranted({
+      waiter: this.waiter,
+      reporter: this.host,
+      backoff: this.backoff,
+      single: this.single,
+      step: () => this.step(),
+      failed: () => {
         this.fresh = false;
-        if (this.single || monotonicNow() + this.backoff.base >= this.waiter.deadline) throw this.deadlineError();
-        const delayMs = this.backoff.next();
-        reportRetry(this.host, this.waiter, error, delayMs);
-        await sleep(delayMs, this.waiter.cancel.signal);
-      }
-    }
+      },
+      deadlineError: () => this.deadlineError(),
+      cleanUp: () => this.cleanUp(),
+    });
   }
 
   /** One step: a write, a read, or a pause and a read. Returns the grant when this reader holds. */

@@ -8,8 +8,6 @@ import {
   NOT_HELD_FOR_EXTEND,
   READ_HAS_NO_FENCE,
   READ_STORE_UNSUPPORTED,
-  RELEASE_NOT_HELD,
-  RELEASED_AT_SHUTDOWN,
   UPGRADE_IN_PROGRESS,
   UPGRADE_LOST,
   UPGRADE_UNSUPPORTED,
@@ -25,18 +23,18 @@ import { KeyHistory } from '../engine/key-history';
 import { LeaseKeeper } from '../engine/lease.keeper';
 import { type Lock, type ReleaseOutcome, rootLock, type UpgradeOptions } from '../engine/lock';
 import { lockInfoOf } from '../engine/lock-info.mapper';
-import type { HeldLease, Waiter } from '../engine/lock-state';
+import type { HeldLease } from '../engine/lock-state';
 import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/primitive.interface';
 import { createWaiter } from '../engine/waiter.factory';
-import { settleWaiter } from '../engine/waiter.settle';
+import { InFlightWrites } from '../engine/in-flight.writes';
+import { releaseAllAtShutdown, releaseWithEvents } from '../engine/lease.release';
+import { RecentRecords } from '../engine/recent.records';
+import { WaiterRuns } from '../engine/waiter.runs';
 import { ReadAcquisition, type ReadAcquisitionHost } from './read-acquisition';
 import { leaseView } from './read.lease-view';
 import { checkReadOptions } from './read.options';
 import { upgradeReader } from './read.upgrade';
 import { UpgradedLocks } from './upgraded.locks';
-
-/** How many items are remembered for a first write without a read. */
-const MAX_SEEN = 1_000;
 
 /**
  * Read locks (`acquire(key, { mode: 'read' })`): readers share the key's mutex item as one holder,
@@ -46,11 +44,10 @@ const MAX_SEEN = 1_000;
  */
 export class ReadPrimitive implements LockPrimitive {
   private readonly history = new KeyHistory();
-  private readonly seen = new Map<string, LockRecord>();
+  private readonly seen = new RecentRecords<LockRecord>();
   private readonly keeper: LeaseKeeper;
-  private readonly waiting = new Set<Waiter>();
-  private readonly attempts = new Set<Promise<void>>();
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly runs: WaiterRuns;
+  private readonly inFlight = new InFlightWrites();
   private readonly host: ReadAcquisitionHost | undefined;
   /** The write locks upgradeable readers became. */
   private readonly upgraded: UpgradedLocks;
@@ -84,6 +81,7 @@ export class ReadPrimitive implements LockPrimitive {
       onLost: () => undefined,
     });
     this.upgraded = new UpgradedLocks(context, this.history);
+    this.runs = new WaiterRuns(context);
     this.host = store && {
       store,
       mutex: stores.mutex,
@@ -116,48 +114,26 @@ export class ReadPrimitive implements LockPrimitive {
   acquire(key: string, { storedKey }: PrimitiveKey, options: AcquireOptions): Promise<Lock> {
     const { host } = this;
     if (!host) return Promise.reject(new LockConfigurationError(READ_STORE_UNSUPPORTED()));
-    const { events } = this.context;
-    let waiter: Waiter;
-    try {
-      this.context.assertOpen();
-      waiter = createWaiter(this.context.options, () => this.context.assertOpen(), key, storedKey, options);
-      waiter.token = readerToken(waiter.token);
-      waiter.trace = events.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return new Promise<Lock>((resolve, reject) => {
-      waiter.resolve = resolve;
-      waiter.reject = reject;
-      this.waiting.add(waiter);
-      const { signal } = options;
-      const onAbort = () => settleWaiter(events, waiter, signal?.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      waiter.cancel.signal.addEventListener('abort', () => signal?.removeEventListener('abort', onAbort));
-      const upgradeable = options.mode === 'upgradeable';
-      const attempt = new ReadAcquisition(host, waiter, this.seen.get(storedKey), upgradeable).run().then(
-        (granted) => {
-          this.remember(granted.record);
-          const record: LockRecord = { key: storedKey, fencingToken: granted.record.fencingToken, rvn: granted.entry.version };
-          const lease = this.keeper.hold(waiter, record, granted.sentAt, granted.via, granted.entry.leaseMs);
-          if (upgradeable) this.upgradeable.add(lease.lock);
-          if (waiter.settled) void this.context.releaseQuietly(lease.lock);
-          else settleWaiter(events, waiter, lease.lock);
-          for (const dead of granted.dead) void this.track(host.store.pass(storedKey, dead));
-        },
-        (error: unknown) => settleWaiter(events, waiter, error),
-      );
-      const tracked = attempt.finally(() => {
-        this.waiting.delete(waiter);
-        this.attempts.delete(tracked);
-      });
-      this.attempts.add(tracked);
+    const upgradeable = options.mode === 'upgradeable';
+    return this.runs.start(key, storedKey, options, {
+      prepare: (waiter) => {
+        waiter.token = readerToken(waiter.token);
+      },
+      run: (waiter) => new ReadAcquisition(host, waiter, this.seen.get(storedKey), upgradeable).run(),
+      grant: (waiter, granted) => {
+        this.seen.remember(granted.record);
+        const record: LockRecord = { key: storedKey, fencingToken: granted.record.fencingToken, rvn: granted.entry.version };
+        const { lock } = this.keeper.hold(waiter, record, granted.sentAt, granted.via, granted.entry.leaseMs);
+        if (upgradeable) this.upgradeable.add(lock);
+        for (const dead of granted.dead) void this.inFlight.track(host.store.pass(storedKey, dead));
+        return lock;
+      },
     });
   }
 
   uses(storedKey: string): boolean {
     const held = [...this.keeper.all(), ...this.upgraded.all()];
-    return [...this.waiting].some((w) => w.storedKey === storedKey) || held.some((lease) => lease.storedKey === storedKey);
+    return this.runs.waitsFor(storedKey) || held.some((lease) => lease.storedKey === storedKey);
   }
 
   inUse(key: string): string {
@@ -182,12 +158,7 @@ export class ReadPrimitive implements LockPrimitive {
     if (this.upgrades.has(lock)) return Promise.reject(new LockValidationError(UPGRADE_IN_PROGRESS(lock.key)));
     const done = this.upgradeNow(lock, options).finally(() => this.upgrades.delete(lock));
     this.upgrades.set(lock, done);
-    const tracked = done.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.attempts.add(tracked);
-    void tracked.finally(() => this.attempts.delete(tracked));
+    this.runs.track(done);
     return done;
   }
 
@@ -204,7 +175,7 @@ export class ReadPrimitive implements LockPrimitive {
       signal,
       leaseDuration: lease.targetLeaseMs,
     });
-    const later = (task: () => Promise<void>) => void this.track(task().catch(() => undefined));
+    const later = (task: () => Promise<void>) => void this.inFlight.track(task().catch(() => undefined));
     const done = await upgradeReader(
       { store, mutex: context.stores.mutex, history: this.history, maxPollMs: context.options.maxPollMs, later },
       {
@@ -258,18 +229,10 @@ export class ReadPrimitive implements LockPrimitive {
 
   /** Releases a read lock (one conditional write; the last reader's ends the group and serves the next ticket). */
   release(lock: Lock): Promise<ReleaseOutcome> {
-    return this.track(this.releaseNow(lock));
-  }
-
-  /** Keeps a write in flight until it settles (shutdown waits for it); a pass that fails is harmless. */
-  private track<T>(write: Promise<T>): Promise<T> {
-    this.inFlight.add(write);
-    void write.catch(() => undefined).finally(() => this.inFlight.delete(write));
-    return write;
+    return this.inFlight.track(this.releaseNow(lock));
   }
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
-    const { events, options } = this.context;
     const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     const { store } = this;
     if (!store) return 'not-held';
@@ -277,22 +240,9 @@ export class ReadPrimitive implements LockPrimitive {
     const heldMs = monotonicNow() - lease.acquiredAt;
     const usualMs = lease.quiet ? undefined : heldMs;
     if (usualMs !== undefined) this.history.recordHold(lease.storedKey, usualMs);
-    const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
-    return this.keeper.serial(lease, async () => {
-      let done: boolean;
-      try {
-        done = await store.release(lease.storedKey, readerIdOf(lease.token), lease.leaseMs, usualMs);
-      } catch (error) {
-        events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'error', error });
-        throw error;
-      }
-      if (done) events.emitFor(lease, { type: 'released', ...base, handedOver: false });
-      else {
-        options.logger.warn?.(RELEASE_NOT_HELD(lock.key));
-        events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'not-held' });
-      }
-      return done ? 'released' : 'not-held';
-    });
+    return releaseWithEvents(this.context, this.keeper, lock, lease, heldMs, () =>
+      store.release(lease.storedKey, readerIdOf(lease.token), lease.leaseMs, usualMs),
+    );
   }
 
   /**
@@ -364,23 +314,14 @@ export class ReadPrimitive implements LockPrimitive {
 
   async close(error: unknown): Promise<void> {
     this.closing.abort(error);
-    for (const waiter of this.waiting) settleWaiter(this.context.events, waiter, error);
-    await Promise.allSettled([...this.attempts]);
-    const held = this.keeper.all();
-    for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
-    await Promise.allSettled(held.map((lease) => this.release(lease.lock)));
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.runs.close(error);
+    await releaseAllAtShutdown(this.keeper, (lock) => this.release(lock));
+    await this.inFlight.idle();
     await this.upgraded.close();
   }
 
   stop(): void {
     this.keeper.close();
     this.upgraded.stop();
-  }
-
-  private remember(record: LockRecord): void {
-    this.seen.delete(record.key);
-    this.seen.set(record.key, record);
-    if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value as string);
   }
 }

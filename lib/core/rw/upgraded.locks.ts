@@ -1,10 +1,12 @@
 import { LockLostError } from '../../errors/lock.errors';
-import { LOCK_RELEASED, RELEASE_NOT_HELD, RELEASED_AT_SHUTDOWN } from '../../errors/lock.messages';
+import { LOCK_RELEASED } from '../../errors/lock.messages';
 import type { LockRecord } from '../../store/mutex/mutex.record';
 import { monotonicNow } from '../../utils/clock';
 import { FencedWriter } from '../engine/fenced-writer';
+import { InFlightWrites } from '../engine/in-flight.writes';
 import type { KeyHistory } from '../engine/key-history';
 import { LeaseKeeper } from '../engine/lease.keeper';
+import { releaseAllAtShutdown, releaseWithEvents } from '../engine/lease.release';
 import type { Lock, ReleaseOutcome } from '../engine/lock';
 import type { HeldLease, Waiter } from '../engine/lock-state';
 import type { PrimitiveContext } from '../engine/primitive.interface';
@@ -18,7 +20,7 @@ import type { PrimitiveContext } from '../engine/primitive.interface';
 export class UpgradedLocks {
   private readonly keeper: LeaseKeeper;
   private readonly fenced: FencedWriter;
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly inFlight = new InFlightWrites();
 
   constructor(
     private readonly context: PrimitiveContext,
@@ -61,41 +63,23 @@ export class UpgradedLocks {
 
   /** Releases an upgraded write lock: the mutex release (one write, the next ticket served). */
   release(lock: Lock): Promise<ReleaseOutcome> {
-    const write = this.releaseNow(lock);
-    this.inFlight.add(write);
-    void write.catch(() => undefined).finally(() => this.inFlight.delete(write));
-    return write;
+    return this.inFlight.track(this.releaseNow(lock));
   }
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
-    const { events, options, stores } = this.context;
+    const { stores } = this.context;
     const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     if (!lease) return 'not-held';
     const heldMs = monotonicNow() - lease.acquiredAt;
-    const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
-    return this.keeper.serial(lease, async () => {
-      let done: boolean;
-      try {
-        done = await stores.mutex.release(lease.storedKey, { token: lease.token }, lease.leaseMs, heldMs);
-      } catch (error) {
-        events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'error', error });
-        throw error;
-      }
-      if (done) events.emitFor(lease, { type: 'released', ...base, handedOver: false });
-      else {
-        options.logger.warn?.(RELEASE_NOT_HELD(lock.key));
-        events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'not-held' });
-      }
-      return done ? 'released' : 'not-held';
-    });
+    return releaseWithEvents(this.context, this.keeper, lock, lease, heldMs, () =>
+      stores.mutex.release(lease.storedKey, { token: lease.token }, lease.leaseMs, heldMs),
+    );
   }
 
   /** At shutdown: every upgraded lock released (its signal aborted first), writes waited for. */
   async close(): Promise<void> {
-    const held = this.keeper.all();
-    for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
-    await Promise.allSettled(held.map((lease) => this.release(lease.lock)));
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await releaseAllAtShutdown(this.keeper, (lock) => this.release(lock));
+    await this.inFlight.idle();
   }
 
   stop(): void {

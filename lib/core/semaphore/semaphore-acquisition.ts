@@ -10,7 +10,7 @@ import type { KeyHistory } from '../engine/key-history';
 import type { LockTrace } from '../../observability/lock.telemetry';
 import type { Waiter } from '../engine/lock-state';
 import { RetryBackoff } from '../waiting/retry.backoff';
-import { reportRetry, takeTransient, unavailableError } from '../waiting/transient.retry';
+import { stepUntilGranted, unavailableError } from '../waiting/transient.retry';
 
 /** Shortest pause between reads of a waiter. */
 const POLL_MIN_MS = 5;
@@ -88,31 +88,19 @@ export class SemaphoreAcquisition {
   }
 
   /** Runs until a slot is granted, the wait ends (busy or unavailable) or the caller gives up. */
-  async run(): Promise<SemaphoreGranted> {
-    try {
-      return await this.loop();
-    } catch (error) {
-      await this.leaveLine();
-      throw error;
-    }
-  }
-
-  private async loop(): Promise<SemaphoreGranted> {
-    for (;;) {
-      this.waiter.cancel.signal.throwIfAborted();
-      try {
-        const granted = await this.step();
-        if (granted) return granted;
-        this.backoff.reset();
-      } catch (error) {
-        takeTransient(this.waiter, error);
+  run(): Promise<SemaphoreGranted> {
+    return stepUntilGranted({
+      waiter: this.waiter,
+      reporter: this.host,
+      backoff: this.backoff,
+      single: this.single,
+      step: () => this.step(),
+      failed: () => {
         this.fresh = false;
-        if (this.single || monotonicNow() + this.backoff.base >= this.waiter.deadline) throw this.deadlineError();
-        const delayMs = this.backoff.next();
-        reportRetry(this.host, this.waiter, error, delayMs);
-        await sleep(delayMs, this.waiter.cancel.signal);
-      }
-    }
+      },
+      deadlineError: () => this.deadlineError(),
+      cleanUp: () => this.leaveLine(),
+    });
   }
 
   /** One step: a read, a write, or a pause and a read. Returns the grant when this caller got a slot. */

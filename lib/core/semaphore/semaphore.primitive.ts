@@ -5,8 +5,6 @@ import {
   KEY_IS_SEMAPHORE,
   KEY_TOO_LONG,
   LOCK_RELEASED,
-  RELEASE_NOT_HELD,
-  RELEASED_AT_SHUTDOWN,
   SEMAPHORE_STORE_UNSUPPORTED,
 } from '../../errors/lock.messages';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
@@ -20,15 +18,14 @@ import { MAX_KEY_BYTES, toStoredKey } from '../../utils/lock-key.validation';
 import { KeyHistory } from '../engine/key-history';
 import { LeaseKeeper } from '../engine/lease.keeper';
 import { type Lock, type ReleaseOutcome, rootLock } from '../engine/lock';
-import type { HeldLease, Waiter } from '../engine/lock-state';
-import { createWaiter } from '../engine/waiter.factory';
-import { settleWaiter } from '../engine/waiter.settle';
+import type { HeldLease } from '../engine/lock-state';
+import { InFlightWrites } from '../engine/in-flight.writes';
+import { releaseAllAtShutdown, releaseWithEvents } from '../engine/lease.release';
+import { RecentRecords } from '../engine/recent.records';
+import { WaiterRuns } from '../engine/waiter.runs';
 import type { LockPrimitive, PrimitiveContext, PrimitiveKey } from '../engine/primitive.interface';
 import { SemaphoreAcquisition, type SemaphoreAcquisitionHost } from './semaphore-acquisition';
 import { checkSemaphoreOptions, semaphoreKeyOf } from './semaphore.options';
-
-/** How many semaphore items are remembered for a first write without a read. */
-const MAX_SEEN = 1_000;
 
 /**
  * The counting semaphores of a manager (`acquire(key, { limit })`): each caller runs its own
@@ -38,11 +35,10 @@ const MAX_SEEN = 1_000;
 export class SemaphorePrimitive implements LockPrimitive {
   /** Holder versions and line heads as first seen, and hold times, per key. */
   private readonly history = new KeyHistory();
-  private readonly seen = new Map<string, SemaphoreRecord>();
+  private readonly seen = new RecentRecords<SemaphoreRecord>();
   private readonly keeper: LeaseKeeper;
-  private readonly waiting = new Set<Waiter>();
-  private readonly attempts = new Set<Promise<void>>();
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly runs: WaiterRuns;
+  private readonly inFlight = new InFlightWrites();
   private readonly host: SemaphoreAcquisitionHost | undefined;
 
   private readonly store: SemaphoreStorePort | undefined;
@@ -65,16 +61,13 @@ export class SemaphorePrimitive implements LockPrimitive {
       },
       onLost: () => undefined,
     });
+    this.runs = new WaiterRuns(context);
     this.host = store && {
       store,
       history: this.history,
       options,
       lastSeen: (key) => this.seen.get(key),
-      remember: (record) => {
-        this.seen.delete(record.key);
-        this.seen.set(record.key, record);
-        if (this.seen.size > MAX_SEEN) this.seen.delete(this.seen.keys().next().value as string);
-      },
+      remember: (record) => this.seen.remember(record),
       emit: (event, trace) => events.emit(event, trace),
       noteWaiting: (waiter) => events.noteWaiting(waiter),
     };
@@ -102,46 +95,21 @@ export class SemaphorePrimitive implements LockPrimitive {
    * @throws LockConfigurationError when the manager is shut down, or the store keeps no semaphores.
    */
   acquire(key: string, { itemKey }: PrimitiveKey, options: AcquireOptions): Promise<Lock> {
-    this.context.assertOpen();
     const limit = options.limit!;
     const host = this.host;
     if (!host) return Promise.reject(new LockConfigurationError(SEMAPHORE_STORE_UNSUPPORTED()));
-    const { events } = this.context;
-    let waiter: Waiter;
-    try {
-      waiter = createWaiter(this.context.options, () => this.context.assertOpen(), key, itemKey, options);
-      waiter.trace = events.startAcquire(key, waiter.owner, waiter.deadline - waiter.startedAt);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return new Promise<Lock>((resolve, reject) => {
-      waiter.resolve = resolve;
-      waiter.reject = reject;
-      this.waiting.add(waiter);
-      const { signal } = options;
-      const onAbort = () => settleWaiter(events, waiter, signal?.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      waiter.cancel.signal.addEventListener('abort', () => signal?.removeEventListener('abort', onAbort));
-      const attempt = new SemaphoreAcquisition(host, waiter, limit).run().then(
-        (granted) => {
-          const record: LockRecord = { key: waiter.storedKey, fencingToken: granted.holder.fencingToken, rvn: granted.holder.version };
-          const lease = this.keeper.hold(waiter, record, granted.sentAt, granted.via, granted.holder.leaseMs);
-          if (waiter.settled) void this.context.releaseQuietly(lease.lock);
-          else settleWaiter(events, waiter, lease.lock);
-        },
-        (error: unknown) => settleWaiter(events, waiter, error),
-      );
-      const tracked = attempt.finally(() => {
-        this.waiting.delete(waiter);
-        this.attempts.delete(tracked);
-      });
-      this.attempts.add(tracked);
+    return this.runs.start(key, itemKey, options, {
+      run: (waiter) => new SemaphoreAcquisition(host, waiter, limit).run(),
+      grant: (waiter, granted) => {
+        const record: LockRecord = { key: waiter.storedKey, fencingToken: granted.holder.fencingToken, rvn: granted.holder.version };
+        return this.keeper.hold(waiter, record, granted.sentAt, granted.via, granted.holder.leaseMs).lock;
+      },
     });
   }
 
   uses(storedKey: string): boolean {
     const key = semaphoreKeyOf(storedKey);
-    return [...this.waiting].some((w) => w.storedKey === key) || this.keeper.all().some((lease) => lease.storedKey === key);
+    return this.runs.waitsFor(key) || this.keeper.all().some((lease) => lease.storedKey === key);
   }
 
   inUse(key: string): string {
@@ -162,14 +130,10 @@ export class SemaphorePrimitive implements LockPrimitive {
    * @returns `released`, or `not-held` when it was no longer held.
    */
   release(lock: Lock): Promise<ReleaseOutcome> {
-    const write = this.releaseNow(lock);
-    this.inFlight.add(write);
-    void write.catch(() => undefined).finally(() => this.inFlight.delete(write));
-    return write;
+    return this.inFlight.track(this.releaseNow(lock));
   }
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
-    const { events, options } = this.context;
     const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     const { store } = this;
     if (!lease || !store) return 'not-held';
@@ -178,22 +142,9 @@ export class SemaphorePrimitive implements LockPrimitive {
     // is not a hold of the key; its release writes none (the item keeps the last one written).
     const usualMs = lease.quiet ? undefined : heldMs;
     if (usualMs !== undefined) this.history.recordHold(lease.storedKey, usualMs);
-    const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };
-    return this.keeper.serial(lease, async () => {
-      let done: boolean;
-      try {
-        done = await store.release(lease.storedKey, lease.token, lease.leaseMs, usualMs);
-      } catch (error) {
-        events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'error', error });
-        throw error;
-      }
-      if (done) events.emitFor(lease, { type: 'released', ...base, handedOver: false });
-      else {
-        options.logger.warn?.(RELEASE_NOT_HELD(lock.key));
-        events.emitFor(lease, { type: 'release-failed', ...base, outcome: 'not-held' });
-      }
-      return done ? 'released' : 'not-held';
-    });
+    return releaseWithEvents(this.context, this.keeper, lock, lease, heldMs, () =>
+      store.release(lease.storedKey, lease.token, lease.leaseMs, usualMs),
+    );
   }
 
   /**
@@ -226,12 +177,9 @@ export class SemaphorePrimitive implements LockPrimitive {
   }
 
   async close(error: unknown): Promise<void> {
-    for (const waiter of this.waiting) settleWaiter(this.context.events, waiter, error);
-    await Promise.allSettled([...this.attempts]);
-    const held = this.keeper.all();
-    for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
-    await Promise.allSettled(held.map((lease) => this.release(lease.lock)));
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.runs.close(error);
+    await releaseAllAtShutdown(this.keeper, (lock) => this.release(lock));
+    await this.inFlight.idle();
   }
 
   stop(): void {

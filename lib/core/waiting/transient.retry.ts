@@ -4,8 +4,9 @@ import type { LockEvent } from '../../interfaces/lock-event.interface';
 import type { LockLogger } from '../../interfaces/lock-logger.interface';
 import type { LockTrace } from '../../observability/lock.telemetry';
 import { isTransientError } from '../../store/dynamo/transient-error';
-import { monotonicNow } from '../../utils/clock';
+import { monotonicNow, sleep } from '../../utils/clock';
 import type { Waiter } from '../engine/lock-state';
+import type { RetryBackoff } from './retry.backoff';
 
 /** Where a waiter's retries are told: the logger, and the lock's events. */
 export interface RetryReporter {
@@ -42,4 +43,56 @@ export function unavailableError(waiter: Waiter, requestTimeoutMs: number, cause
     requestTimeoutMs,
     cause === undefined ? undefined : { cause },
   );
+}
+
+/** One acquisition run as steps (see {@link stepUntilGranted}). */
+export interface SteppedAcquisition<T> {
+  readonly waiter: Waiter;
+  /** Where retries are told. */
+  readonly reporter: RetryReporter;
+  /** Pauses between failed steps (reset by a step that got an answer). */
+  readonly backoff: RetryBackoff;
+  /** A single attempt (`wait: false`): a failed step ends it. */
+  readonly single: boolean;
+  /** One step: a write, a read, or a pause and a read; the grant once held. */
+  step(): Promise<T | undefined>;
+  /** A failed step: what was known of the item is stale now. */
+  failed(): void;
+  /** The error when the wait ends after a failed step. */
+  deadlineError(): unknown;
+  /** Undoes what the acquisition left behind when it ends without a grant (its ticket, say). */
+  cleanUp(): Promise<void>;
+}
+
+/**
+ * Runs an acquisition's steps until one grants, the caller gives up (its cancel signal), or a step
+ * fails with a transient error too near the deadline to retry; other errors end it at once. An
+ * acquisition that ends without a grant cleans up before its error is thrown.
+ */
+export async function stepUntilGranted<T>(acquisition: SteppedAcquisition<T>): Promise<T> {
+  try {
+    return await stepLoop(acquisition);
+  } catch (error) {
+    await acquisition.cleanUp();
+    throw error;
+  }
+}
+
+async function stepLoop<T>(acquisition: SteppedAcquisition<T>): Promise<T> {
+  const { waiter, backoff } = acquisition;
+  for (;;) {
+    waiter.cancel.signal.throwIfAborted();
+    try {
+      const granted = await acquisition.step();
+      if (granted) return granted;
+      backoff.reset();
+    } catch (error) {
+      takeTransient(waiter, error);
+      acquisition.failed();
+      if (acquisition.single || monotonicNow() + backoff.base >= waiter.deadline) throw acquisition.deadlineError();
+      const delayMs = backoff.next();
+      reportRetry(acquisition.reporter, waiter, error, delayMs);
+      await sleep(delayMs, waiter.cancel.signal);
+    }
+  }
 }

@@ -1,4 +1,5 @@
 import type { JobFireOutcome } from '../../interfaces/job-fire.interface';
+import { randomToken } from '../../utils/random-token';
 import { ATTR, type LockRecord } from './mutex.record';
 
 /**
@@ -79,6 +80,29 @@ export function fenceOf(item: StoredItem): number {
 /** The TTL attribute the DynamoDB store writes with the default `ttlDays`: epoch seconds. */
 export function ttlOf(now: number, leaseMs: number): number {
   return Math.ceil((now + Math.max(DEFAULT_TTL_DAYS * 86_400_000, 2 * leaseMs)) / 1000);
+}
+
+/**
+ * The item once its holder's hold ends (a release, the last reader leaving): the next ticket
+ * served, the fencing counter and record version moved on, the holder's attributes removed.
+ * `item.head` and `item.fence` must be set (DynamoDB rejects `#head + :one` on a missing counter).
+ */
+export function endedHold(item: StoredItem & { head: number; fence: number }, now: number, leaseMs: number, heldMs?: number): StoredItem {
+  return {
+    ...item,
+    head: item.head + 1,
+    fence: item.fence + 1,
+    rvn: randomToken(),
+    updatedAt: now,
+    ttl: ttlOf(now, leaseMs),
+    lastHoldMs: heldMs === undefined ? undefined : Math.max(0, Math.round(heldMs)),
+    token: undefined,
+    owner: undefined,
+    data: undefined,
+    leaseMs: undefined,
+    acquiredAt: undefined,
+    live: undefined,
+  };
 }
 
 /** The item as `toLockRecord` presents a DynamoDB item: an empty data string reads as none. */

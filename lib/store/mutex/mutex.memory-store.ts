@@ -13,7 +13,7 @@ import type {
   TicketWrite,
   WriteResult,
 } from './mutex-store.protocol';
-import { fenceOf, MemoryStoreValidationError, type StoredItem, tick, toRecord, ttlOf, without } from './mutex.memory-item';
+import { endedHold, fenceOf, MemoryStoreValidationError, type StoredItem, tick, toRecord, ttlOf, without } from './mutex.memory-item';
 
 /**
  * A {@link MutexStorePort} in process memory, for tests: the same records and the same
@@ -203,20 +203,8 @@ export class MemoryMutexStore implements MutexStorePort {
       }
       const now = Date.now();
       return {
-        ...item,
-        head: item.head + 1,
-        fence: item.fence + 1,
-        rvn: randomToken(),
+        ...endedHold({ ...item, head: item.head, fence: item.fence }, now, leaseMs, heldMs),
         releasedToken: h.token,
-        updatedAt: now,
-        ttl: ttlOf(now, leaseMs),
-        lastHoldMs: heldMs === undefined ? undefined : Math.max(0, Math.round(heldMs)),
-        token: undefined,
-        owner: undefined,
-        data: undefined,
-        leaseMs: undefined,
-        acquiredAt: undefined,
-        live: undefined,
         ...(fire === undefined ? {} : { fireOutcome: fire, fireEnd: now }),
       };
     });
