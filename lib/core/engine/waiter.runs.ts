@@ -11,8 +11,13 @@ export interface WaiterRun<T> {
   prepare?(waiter: Waiter): void;
   /** The acquisition: resolves with what was granted, rejects with why not. */
   run(waiter: Waiter): Promise<T>;
-  /** Starts holding what was granted; returns its lock. */
+  /**
+   * Starts holding what was granted and returns its lock. Runs before the caller is settled, and
+   * also when the caller has given up meanwhile (the lock is then given back at once).
+   */
   grant(waiter: Waiter, granted: T): Lock;
+  /** Work the grant left for later (passes of dead entries, say): runs once the caller is settled. */
+  afterGrant?(granted: T): void;
 }
 
 /**
@@ -28,8 +33,9 @@ export class WaiterRuns {
 
   /**
    * Runs an acquisition of `itemKey` for a new caller of `key`.
-   * @throws LockConfigurationError (rejected) when the manager is shut down; bad options as
-   *   `createWaiter()` throws them.
+   * @returns the lock; rejects with `LockConfigurationError` when the manager is shut down, with
+   *   what `createWaiter()` throws (bad options, the reason of a signal already aborted), or with
+   *   why the acquisition ended without a grant.
    */
   start<T>(key: string, itemKey: string, options: AcquireOptions, how: WaiterRun<T>): Promise<Lock> {
     const { context } = this;
@@ -53,9 +59,16 @@ export class WaiterRuns {
       waiter.cancel.signal.addEventListener('abort', () => signal?.removeEventListener('abort', onAbort));
       const attempt = how.run(waiter).then(
         (granted) => {
-          const lock = how.grant(waiter, granted);
+          let lock: Lock;
+          try {
+            lock = how.grant(waiter, granted);
+          } catch (error) {
+            settleWaiter(events, waiter, error);
+            return;
+          }
           if (waiter.settled) void context.releaseQuietly(lock);
           else settleWaiter(events, waiter, lock);
+          how.afterGrant?.(granted);
         },
         (error: unknown) => settleWaiter(events, waiter, error),
       );

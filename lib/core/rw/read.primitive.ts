@@ -109,7 +109,8 @@ export class ReadPrimitive implements LockPrimitive {
 
   /**
    * Acquires a read lock on `key` (options checked by {@link resolveKey}).
-   * @throws LockConfigurationError when the manager is shut down, or the store keeps no read locks.
+   * @returns the read lock; rejects with `LockConfigurationError` when the manager is shut down, or
+   *   the store keeps no read locks.
    */
   acquire(key: string, { storedKey }: PrimitiveKey, options: AcquireOptions): Promise<Lock> {
     const { host } = this;
@@ -125,8 +126,10 @@ export class ReadPrimitive implements LockPrimitive {
         const record: LockRecord = { key: storedKey, fencingToken: granted.record.fencingToken, rvn: granted.entry.version };
         const { lock } = this.keeper.hold(waiter, record, granted.sentAt, granted.via, granted.entry.leaseMs);
         if (upgradeable) this.upgradeable.add(lock);
-        for (const dead of granted.dead) void this.inFlight.track(host.store.pass(storedKey, dead));
         return lock;
+      },
+      afterGrant: (granted) => {
+        for (const dead of granted.dead) void this.inFlight.track(host.store.pass(storedKey, dead));
       },
     });
   }

@@ -92,11 +92,18 @@ export class SemaphorePrimitive implements LockPrimitive {
 
   /**
    * Acquires one slot of the semaphore `key` (options checked by {@link resolveKey}).
-   * @throws LockConfigurationError when the manager is shut down, or the store keeps no semaphores.
+   * @returns the slot's lock; rejects with `LockConfigurationError` when the manager is shut down,
+   *   or the store keeps no semaphores.
    */
   acquire(key: string, { itemKey }: PrimitiveKey, options: AcquireOptions): Promise<Lock> {
     const limit = options.limit!;
     const host = this.host;
+    try {
+      // A closed manager says so first, whatever its store keeps.
+      this.context.assertOpen();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (!host) return Promise.reject(new LockConfigurationError(SEMAPHORE_STORE_UNSUPPORTED()));
     return this.runs.start(key, itemKey, options, {
       run: (waiter) => new SemaphoreAcquisition(host, waiter, limit).run(),

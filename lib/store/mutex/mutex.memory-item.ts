@@ -82,12 +82,19 @@ export function ttlOf(now: number, leaseMs: number): number {
   return Math.ceil((now + Math.max(DEFAULT_TTL_DAYS * 86_400_000, 2 * leaseMs)) / 1000);
 }
 
+/** An item with its line's counters (DynamoDB rejects `#head + :one` on a missing counter). */
+export type CountedItem = StoredItem & { head: number; fence: number };
+
+/** Whether the item has its line's counters, `head` and `fence`. */
+export function hasCounters(item: StoredItem): item is CountedItem {
+  return item.head !== undefined && item.fence !== undefined;
+}
+
 /**
  * The item once its holder's hold ends (a release, the last reader leaving): the next ticket
  * served, the fencing counter and record version moved on, the holder's attributes removed.
- * `item.head` and `item.fence` must be set (DynamoDB rejects `#head + :one` on a missing counter).
  */
-export function endedHold(item: StoredItem & { head: number; fence: number }, now: number, leaseMs: number, heldMs?: number): StoredItem {
+export function endedHold(item: CountedItem, now: number, leaseMs: number, heldMs?: number): StoredItem {
   return {
     ...item,
     head: item.head + 1,

@@ -13,7 +13,17 @@ import type {
   TicketWrite,
   WriteResult,
 } from './mutex-store.protocol';
-import { endedHold, fenceOf, MemoryStoreValidationError, type StoredItem, tick, toRecord, ttlOf, without } from './mutex.memory-item';
+import {
+  endedHold,
+  fenceOf,
+  hasCounters,
+  MemoryStoreValidationError,
+  type StoredItem,
+  tick,
+  toRecord,
+  ttlOf,
+  without,
+} from './mutex.memory-item';
 
 /**
  * A {@link MutexStorePort} in process memory, for tests: the same records and the same
@@ -198,12 +208,12 @@ export class MemoryMutexStore implements MutexStorePort {
     const result = this.update(key, (item) => {
       if (!holds(item, h)) return undefined;
       // `#head + :one` on a missing counter: DynamoDB rejects the request.
-      if (item.head === undefined || item.fence === undefined) {
+      if (!hasCounters(item)) {
         throw new MemoryStoreValidationError('The provided expression refers to an attribute that does not exist in the item');
       }
       const now = Date.now();
       return {
-        ...endedHold({ ...item, head: item.head, fence: item.fence }, now, leaseMs, heldMs),
+        ...endedHold(item, now, leaseMs, heldMs),
         releasedToken: h.token,
         ...(fire === undefined ? {} : { fireOutcome: fire, fireEnd: now }),
       };

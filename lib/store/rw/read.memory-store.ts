@@ -1,6 +1,6 @@
 import { randomToken } from '../../utils/random-token';
 import type { MemoryMutexStore } from '../mutex/mutex.memory-store';
-import { endedHold, type StoredItem, ttlOf } from '../mutex/mutex.memory-item';
+import { endedHold, hasCounters, type StoredItem, ttlOf } from '../mutex/mutex.memory-item';
 import { leftRun } from '../mutex/mutex.record';
 import type { WriteResult } from '../mutex/mutex-store.protocol';
 import { formatEntry, MAX_READERS, ticketsBetween, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry } from './read.record';
@@ -118,8 +118,8 @@ export class MemoryReadStore implements ReadStorePort {
       // The upgrader slot goes with its reader.
       const slot = item.upgrader === id ? { upgrader: undefined, upgrading: undefined } : {};
       if (Object.keys(readers).length > 0) return { ...item, readers, updatedAt: now, ...released, ...slot };
-      if (item.head === undefined || item.fence === undefined) return undefined;
-      const ended = endedHold({ ...item, head: item.head, fence: item.fence }, now, leaseMs, heldMs);
+      if (!hasCounters(item)) return undefined;
+      const ended = endedHold(item, now, leaseMs, heldMs);
       return { ...ended, ...released, readers: undefined, upgrader: undefined, upgrading: undefined };
     });
     // As the DynamoDB store: the group's end passes the left tickets it serves.

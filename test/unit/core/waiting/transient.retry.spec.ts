@@ -3,7 +3,8 @@
  * how a retry is told, and the error of a wait that ended without an answer showing a holder.
  */
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { reportRetry, takeTransient, unavailableError } from '../../../../lib/core/waiting/transient.retry';
+import { RetryBackoff } from '../../../../lib/core/waiting/retry.backoff';
+import { reportRetry, stepUntilGranted, takeTransient, unavailableError } from '../../../../lib/core/waiting/transient.retry';
 import { LockUnavailableError } from '../../../../lib/errors/lock.errors';
 import type { AcquireOptions } from '../../../../lib/interfaces/acquire-options.interface';
 import { engineOptions, namedError, newCaller } from '../support/engine.fixture';
@@ -99,5 +100,78 @@ describe('unavailableError', () => {
     expect(error.message).toContain('failed (ThrottlingException: Rate exceeded)');
     expect(error.message).not.toContain('did not answer');
     expect(error.cause).toBe(cause);
+  });
+});
+
+describe('stepUntilGranted', () => {
+  function stepped(steps: Array<() => Promise<string | undefined>>, wait: AcquireOptions['wait'] = '5s') {
+    const { options } = engineOptions();
+    const waiter = newCaller(options, 'invoice-7', { wait }).waiter;
+    const emitted: unknown[] = [];
+    const calls = { failed: 0, cleanUp: 0, steps: 0 };
+    const deadline = new Error('deadline');
+    const run = stepUntilGranted<string>({
+      waiter,
+      reporter: { options, emit: (event) => void emitted.push(event) },
+      backoff: new RetryBackoff(),
+      single: waiter.deadline <= waiter.startedAt,
+      step: () => steps[calls.steps++](),
+      failed: () => void calls.failed++,
+      deadlineError: () => deadline,
+      cleanUp: () => {
+        calls.cleanUp++;
+        return Promise.resolve();
+      },
+    });
+    return { run, waiter, emitted, calls, deadline };
+  }
+
+  it('steps until one grants, retrying a transient failure after a pause it reports', async () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0.5);
+    const { run, emitted, calls } = stepped([
+      () => Promise.resolve(undefined),
+      () => Promise.reject(namedError('ThrottlingException')),
+      () => Promise.resolve('granted'),
+    ]);
+    await expect(run).resolves.toBe('granted');
+    expect(calls).toEqual({ failed: 1, cleanUp: 0, steps: 3 });
+    expect(emitted).toEqual([expect.objectContaining({ type: 'retry', delayMs: 50 })]);
+  });
+
+  it('ends at once on an error that is not transient, cleaning up once and reporting no retry', async () => {
+    const error = namedError('AccessDeniedException');
+    const { run, emitted, calls } = stepped([() => Promise.reject(error)]);
+    await expect(run).rejects.toBe(error);
+    expect(calls).toEqual({ failed: 0, cleanUp: 1, steps: 1 });
+    expect(emitted).toEqual([]);
+  });
+
+  it('ends a single attempt on its first transient failure with the deadline error, cleaning up once', async () => {
+    const { run, calls, deadline, waiter } = stepped([() => Promise.reject(namedError('TimeoutError'))], false);
+    await expect(run).rejects.toBe(deadline);
+    expect(calls).toEqual({ failed: 1, cleanUp: 1, steps: 1 });
+    expect(waiter.lastError).toMatchObject({ name: 'TimeoutError' });
+  });
+
+  it('cleans up when the caller gave up before the first step, and takes no step', async () => {
+    const { options } = engineOptions();
+    const waiter = newCaller(options, 'invoice-7', { wait: '5s' }).waiter;
+    const reason = new Error('gave up');
+    waiter.cancel.abort(reason);
+    const cleanUp = jest.fn(() => Promise.resolve());
+    const step = jest.fn(() => Promise.resolve('granted'));
+    const run = stepUntilGranted<string>({
+      waiter,
+      reporter: { options, emit: () => undefined },
+      backoff: new RetryBackoff(),
+      single: false,
+      step,
+      failed: () => undefined,
+      deadlineError: () => new Error('deadline'),
+      cleanUp,
+    });
+    await expect(run).rejects.toBe(reason);
+    expect(step).not.toHaveBeenCalled();
+    expect(cleanUp).toHaveBeenCalledTimes(1);
   });
 });
