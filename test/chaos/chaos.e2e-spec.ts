@@ -87,7 +87,7 @@ function argsFor(server: TestServer): string[] {
   return args;
 }
 
-describeEachServer('chaos suite (short)', (server) => {
+describeEachServer('chaos suite (short)', { shortRunOn: 'dynamodb-local' }, (server) => {
   it('no violation under kills, pauses, lost and delayed responses, throttling, 5xx and clock skew; every fault really injected', async () => {
     const root = repoRoot();
     const dir = mkdtempSync(path.join(tmpdir(), 'chaos-spec-'));

@@ -161,7 +161,7 @@ describe('dynamo-lock CLI: help, version, usage errors', () => {
   });
 });
 
-describeEachServer('dynamo-lock CLI', (server) => {
+describeEachServer('dynamo-lock CLI', { shortRunOn: 'dynalite' }, (server) => {
   const tableName = uniqueTableName('cli');
   const client = createTestClient(server);
   const cli = new Cli(server, ['--table', tableName]);

@@ -41,7 +41,7 @@ interface AppLine {
   token?: number;
 }
 
-describeEachServer('@WhenLeader across app processes', (server) => {
+describeEachServer('@WhenLeader across app processes', { shortRunOn: 'dynalite' }, (server) => {
   const fixture = new LockFixture(server);
   beforeAll(() => fixture.setup());
   afterAll(() => fixture.close());

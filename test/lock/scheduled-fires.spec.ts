@@ -462,7 +462,7 @@ function scheduledFiresSuite(name: string, instances: () => Instances): void {
 
 // ---- on every server: managers on one table, each with its own client ----
 
-describeEachServer('scheduled fires on DynamoDB', (server) => {
+describeEachServer('scheduled fires on DynamoDB', { shortRunOn: 'dynamodb-local' }, (server) => {
   let fixture: LockFixture;
   beforeAll(async () => {
     fixture = await new LockFixture(server).setup();

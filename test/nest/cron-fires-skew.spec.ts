@@ -13,7 +13,7 @@ const WINDOW_MS = 60_000;
 /** The most any instance's clock is ahead: it fires first, this much before the scheduled time. */
 const MOST_AHEAD_MS = 7_000;
 
-describeEachServer('@Cron + @WithLock on instances with skewed clocks', (server) => {
+describeEachServer('@Cron + @WithLock on instances with skewed clocks', { shortRunOn: 'dynalite' }, (server) => {
   const fixture = new LockFixture(server);
   let instances: CronInstances;
   beforeAll(() => fixture.setup());

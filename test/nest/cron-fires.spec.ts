@@ -11,7 +11,7 @@ import { CronInstances, fireOf } from '../support/cron-app-process';
 import { LockFixture } from '../support/lock-fixture';
 import { describeEachServer } from '../support/servers';
 
-describeEachServer('@Cron + @WithLock fires across app processes', (server) => {
+describeEachServer('@Cron + @WithLock fires across app processes', { shortRunOn: 'dynamodb-local' }, (server) => {
   const fixture = new LockFixture(server);
   let instances: CronInstances;
   let manager: LockManager;

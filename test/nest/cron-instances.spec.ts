@@ -12,6 +12,8 @@ import { describeEachServer } from '../support/servers';
 
 const EVERY_TWO_SECONDS = '*/2 * * * * *';
 const TICK_MS = 2_000;
+/** Both servers in the long run only (npm run test:long): see describeEachServer. */
+const ONE_SERVER = { shortRunOn: 'dynamodb-local' } as const;
 
 interface Run {
   instance: string;
@@ -92,7 +94,7 @@ function expectNoTickTwice(runs: Run[], minTicks: number, tickMs: number): void 
   for (const [tick, instances] of ticks) expect({ tick, instances }).toEqual({ tick, instances: [expect.any(String)] });
 }
 
-describeEachServer('@Cron + @WithLock across app instances', (server) => {
+describeEachServer('@Cron + @WithLock across app instances', ONE_SERVER, (server) => {
   const fixture = new LockFixture(server);
   beforeAll(() => fixture.setup());
   afterAll(() => fixture.close());
@@ -248,7 +250,7 @@ describeEachServer('@Cron + @WithLock across app instances', (server) => {
   }, 60_000);
 });
 
-describeEachServer('@Cron + @WithLock({ onBusy: "skip" }) after the holder process is SIGKILLed', (server) => {
+describeEachServer('@Cron + @WithLock({ onBusy: "skip" }) after the holder process is SIGKILLed', ONE_SERVER, (server) => {
   const fixture = new LockFixture(server);
   beforeAll(() => fixture.setup());
   afterAll(() => fixture.close());

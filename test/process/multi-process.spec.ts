@@ -240,7 +240,7 @@ const timings: string[] = [];
 
 // ---- the suites ----
 
-describeEachServer('Lock across OS processes', (server) => {
+describeEachServer('Lock across OS processes', { shortRunOn: 'dynamodb-local' }, (server) => {
   const fixture = new LockFixture(server);
   let dir: string | undefined;
   const start = (name: string, config: WorkerConfig, skewMs = 0) => startWorker(server, fixture.tableName, name, config, skewMs);

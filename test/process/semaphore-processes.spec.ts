@@ -28,7 +28,7 @@ interface Report extends WorkerReport {
 
 const { start } = workerPool<Report>('semaphore-worker.mjs');
 
-describeEachServer('semaphore across processes', (server) => {
+describeEachServer('semaphore across processes', { shortRunOn: 'dynalite' }, (server) => {
   let fixture: LockFixture;
   let dir: string;
   beforeAll(async () => {

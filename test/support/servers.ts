@@ -26,9 +26,40 @@ export function testServers(): readonly TestServer[] {
   return decodeServers(json);
 }
 
-/** Declares `describe(`${name} [server]`, ...)` once per server under test. */
-export function describeEachServer(name: string, fn: (server: TestServer) => void): void {
-  for (const server of testServers()) {
+/** `DYNAMO_LOCK_TEST_LONG=1` (`npm run test:long`): every suite on every server under test. */
+export const LONG_RUN_ENV = 'DYNAMO_LOCK_TEST_LONG';
+
+/** Whether this is the long run ({@link LONG_RUN_ENV}), which runs every suite on every server. */
+export function isLongRun(): boolean {
+  return ['1', 'true', 'yes'].includes((process.env[LONG_RUN_ENV] ?? '').toLowerCase());
+}
+
+/** Options of {@link describeEachServer}. */
+export interface EachServerOptions {
+  /**
+   * In the usual run (`npm test`, CI), run this suite on this one server only, when it is under
+   * test; the long run ({@link LONG_RUN_ENV}) runs it on every server. For suites whose property
+   * is the library's (processes, cron fires, chaos), not the store's: what differs between the
+   * servers is covered on both by the store contracts and the suites left on both. The long
+   * suites are spread over the two servers, so each server still sees some of them every run.
+   */
+  readonly shortRunOn?: TestServer['name'];
+}
+
+/**
+ * Declares `describe(`${name} [server]`, ...)` once per server under test; with `options`, perhaps
+ * on one server only in the usual run (see {@link EachServerOptions}).
+ */
+export function describeEachServer(name: string, fn: (server: TestServer) => void): void;
+export function describeEachServer(name: string, options: EachServerOptions, fn: (server: TestServer) => void): void;
+export function describeEachServer(
+  name: string,
+  ...args: [(server: TestServer) => void] | [EachServerOptions, (server: TestServer) => void]
+): void {
+  const [options, fn] = args.length === 1 ? [{} as EachServerOptions, args[0]] : args;
+  const all = testServers();
+  const only = !isLongRun() && options.shortRunOn !== undefined ? all.filter((server) => server.name === options.shortRunOn) : [];
+  for (const server of only.length > 0 ? only : all) {
     describe(`${name} [${server.name}]`, () => fn(server));
   }
 }
