@@ -40,6 +40,8 @@ const config = {
     '^vitest$': '<rootDir>/test/docs/support/vitest-on-jest.ts',
   },
   transform: { '^.+\\.ts$': ['@swc/jest', swcOptions] },
+  // The slowest suites first: a clean clone has no timings for Jest to order by.
+  testSequencer: '<rootDir>/test/support/slow-first.sequencer.mjs',
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 15_000,

@@ -105,7 +105,7 @@ function manyHeldSuite(
   });
 }
 
-describeEachServer('Many locks held', (server) => {
+describeEachServer('Many locks held', { shortRunOn: 'dynalite' }, (server) => {
   const fixture = new LockFixture(server);
   beforeAll(() => fixture.setup());
   afterAll(() => fixture.close());

@@ -23,7 +23,7 @@ interface Report extends WorkerReport {
 
 const { start } = workerPool<Report>('read-write-worker.mjs');
 
-describeEachServer('read locks across processes', (server) => {
+describeEachServer('read locks across processes', { shortRunOn: 'dynalite' }, (server) => {
   let fixture: LockFixture;
   let dir: string;
   beforeAll(async () => {
