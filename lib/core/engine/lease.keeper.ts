@@ -89,7 +89,9 @@ export class LeaseKeeper {
     const lease: HeldLease = {
       storedKey: waiter.storedKey,
       token: waiter.token,
-      ticket: record.head,
+      // Its token in the item holds it from now on: every write that removes a token moves `head` past
+      // the ticket, so the ticket clause (a slow condition for some servers) could never match again.
+      ticket: record.token === waiter.token ? undefined : record.head,
       leaseMs,
       rvn: record.rvn,
       targetLeaseMs: waiter.leaseMs,
@@ -267,6 +269,8 @@ export class LeaseKeeper {
       lease.leaseMs = leaseMs;
       lease.targetLeaseMs = leaseMs;
       lease.rvn = result.record.rvn;
+      // The heartbeat wrote the token: the holder holds by it (see `hold()`).
+      lease.ticket = undefined;
       lease.queuedElsewhere = ticketsWaiting(result.record);
       if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);

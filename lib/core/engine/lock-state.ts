@@ -10,7 +10,7 @@ import type { FireRecord } from '../../store/mutex/mutex.record';
 export interface HeldLease extends ScheduledLease {
   storedKey: string;
   token: string;
-  /** The ticket served when it was granted: a promoted waiter holds by it until its token is written. */
+  /** The ticket served when it was granted: a promoted waiter holds by it until its token is written (then `undefined`). */
   ticket: number | undefined;
   /** The lease stored in the item now. */
   leaseMs: number;
