@@ -46,9 +46,19 @@ export function updateExpression(parts: UpdateParts): string {
     .join(' ');
 }
 
-/** The attribute-name placeholders an expression uses (DynamoDB rejects unused ones). */
+/** An attribute-name placeholder in an expression: `#` and word characters. */
+const PLACEHOLDER = /#\w+/g;
+
+/**
+ * The attribute-name placeholders an expression uses (DynamoDB rejects unused ones): one scan of
+ * the expression, not one pattern per name (this runs for every write).
+ */
 export function pickNames(names: Record<string, string>, expression: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(names).filter(([alias]) => new RegExp(`${alias}\\b`).test(expression)));
+  const picked: Record<string, string> = {};
+  for (const [alias] of expression.matchAll(PLACEHOLDER)) {
+    if (Object.hasOwn(names, alias)) picked[alias] = names[alias];
+  }
+  return picked;
 }
 
 /** One conditional `UpdateItem` on the item of stored key `key`. */
