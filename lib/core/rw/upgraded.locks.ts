@@ -1,5 +1,5 @@
 import { LockLostError } from '../../errors/lock.errors';
-import { LOCK_RELEASED, RELEASE_NOT_HELD, RELEASED_AT_SHUTDOWN } from '../../errors/lock.messages';
+import { RELEASE_NOT_HELD, RELEASED_AT_SHUTDOWN } from '../../errors/lock.messages';
 import type { LockRecord } from '../../store/mutex/mutex.record';
 import { monotonicNow } from '../../utils/clock';
 import { FencedWriter } from '../engine/fenced-writer';
@@ -69,7 +69,7 @@ export class UpgradedLocks {
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
     const { events, options, stores } = this.context;
-    const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    const lease = this.keeper.release(lock);
     if (!lease) return 'not-held';
     const heldMs = monotonicNow() - lease.acquiredAt;
     const base = { key: lock.key, owner: lock.owner, fencingToken: lock.fencingToken, heldMs: Math.round(heldMs) };

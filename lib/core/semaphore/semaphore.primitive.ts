@@ -4,7 +4,6 @@ import {
   SEMAPHORE_HAS_NO_FENCE,
   KEY_IS_SEMAPHORE,
   KEY_TOO_LONG,
-  LOCK_RELEASED,
   RELEASE_NOT_HELD,
   RELEASED_AT_SHUTDOWN,
   SEMAPHORE_STORE_UNSUPPORTED,
@@ -170,7 +169,7 @@ export class SemaphorePrimitive implements LockPrimitive {
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
     const { events, options } = this.context;
-    const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    const lease = this.keeper.release(lock);
     const { store } = this;
     if (!lease || !store) return 'not-held';
     const heldMs = monotonicNow() - lease.acquiredAt;
