@@ -76,7 +76,7 @@ function updateOf(options: DynamoStoreOptions, write: AcquireAllWrite, part: Acq
       Key: itemKeyOf(keys, part.key),
       UpdateExpression: expression,
       ConditionExpression: condition,
-      ExpressionAttributeNames: pickNames({ ...ATTRIBUTE_NAMES, ...keyAttributeNames(keys) }, `${expression} ${condition}`),
+      ExpressionAttributeNames: pickNames(`${expression} ${condition}`, ATTRIBUTE_NAMES, keyAttributeNames(keys)),
       ExpressionAttributeValues: values,
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },
