@@ -205,7 +205,7 @@ export function scenarioTables(report) {
     const systems = LOCKS.filter((s) => r[s]);
     add(
       '6. Scale: one process holding many locks',
-      `${r.ours.locks} locks on distinct keys, held for ${Math.round(r.ours.windowMs / 1000)} s${systems.length > 1 && (r[systems[1]].windowMs < r.ours.windowMs - 1000 || r[systems[1]].locks !== r.ours.locks) ? ` (the others: ${r[systems[1]].locks} locks for ${Math.round(r[systems[1]].windowMs / 1000)} s; figures are per lock, and their time to acquire all is for that number)` : ''} with heartbeats every ${Math.round(r.ours.heartbeatMs / 1000)} s (lease ${r.ours.leaseMs / 1000} s). Heap is after a full GC. Timers: every live setTimeout/setInterval of the process, unref'd ones included, sampled when no request was in flight (the SDK keeps timers per request); ${r.ours.idleTimers} before acquiring.`,
+      `${r.ours.locks} locks on distinct keys, held for ${Math.round(r.ours.windowMs / 1000)} s${systems.length > 1 && (r[systems[1]].windowMs < r.ours.windowMs - 1000 || r[systems[1]].locks !== r.ours.locks) ? ` (the others: ${r[systems[1]].locks} locks for ${Math.round(r[systems[1]].windowMs / 1000)} s; figures are per lock, and their time to acquire all is for that number)` : ''} with heartbeats every ${Math.round(r.ours.heartbeatMs / 1000)} s (lease ${r.ours.leaseMs / 1000} s). Heap is after a full GC. Timers: every live setTimeout/setInterval of the process, unref'd ones included, sampled when no request was in flight (the SDK keeps timers per request); ${r.ours.idleTimers} before acquiring. Event-loop delay: how late a 10 ms sampling timer fired (its period taken off).`,
       table(
         'scale',
         [
