@@ -1,8 +1,9 @@
 /**
  * Scenario 1: uncontended acquire + release on distinct keys, one at a time, every system
  * in one process, round-robin in blocks so drift hits all alike. Per system: requests per
- * cycle (from the proxy) and cycle latency, against the two-call SDK baseline sent with the
- * same client as our lock.
+ * cycle (from the proxy), cycle latency and the worker's CPU time per cycle (the client's own:
+ * the server and the proxy are other processes), against the two-call SDK baseline sent with
+ * the same client as our lock.
  */
 import { diffCounts, totals } from '../support/counting-proxy.mjs';
 import { makeClient } from '../support/client.mjs';
@@ -26,10 +27,11 @@ export async function run(ctx, { rounds, cycles }) {
   await worker.next('warm');
   const before = await ctx.proxy.counts();
   worker.send('go');
-  const { latencies, warnings } = await worker.next('done', 600_000);
+  const { latencies, cpuMicros, warnings } = await worker.next('done', 600_000);
   const after = await ctx.proxy.counts();
   const n = rounds * cycles;
   const base = summarize(latencies.baseline);
+  const cpuPerCycle = (id) => cpuMicros[id] / 1000 / n;
   const out = {};
   for (const id of ORDER) {
     const t = totals(diffCounts(before, after, tables[id]));
@@ -44,6 +46,8 @@ export async function run(ctx, { rounds, cycles }) {
       latencyMs: lat,
       p50Ratio: round(lat.p50 / base.p50, 3),
       p99Ratio: round(lat.p99 / base.p99, 3),
+      cpuMsPerCycle: round(cpuPerCycle(id), 3),
+      cpuRatio: round(cpuPerCycle(id) / cpuPerCycle('baseline'), 3),
       warnings: warnings[id],
     };
   }
@@ -78,14 +82,19 @@ async function work(config, io) {
   await io.send('warm');
   await io.next('go');
   const latencies = Object.fromEntries(ORDER.map((id) => [id, []]));
+  // CPU time of this process (user + system, µs) over each system's blocks of cycles.
+  const cpuMicros = Object.fromEntries(ORDER.map((id) => [id, 0]));
   for (let r = 0; r < config.rounds; r++) {
     // Rotate the order each round, so no system always runs right after another.
     const order = ORDER.map((_, i) => ORDER[(i + r) % ORDER.length]);
     for (const id of order) {
+      const cpu = process.cpuUsage();
       for (let c = 0; c < config.cycles; c++) latencies[id].push(await cycle(id, `k-${r}-${c}`));
+      const used = process.cpuUsage(cpu);
+      cpuMicros[id] += used.user + used.system;
     }
   }
-  await io.send('done', { latencies, warnings: Object.fromEntries(ORDER.map((id) => [id, systems[id].lock.warnings])) });
+  await io.send('done', { latencies, cpuMicros, warnings: Object.fromEntries(ORDER.map((id) => [id, systems[id].lock.warnings])) });
 }
 
 if (isMain(import.meta.url)) workerMain(work);

@@ -5,6 +5,7 @@ import {
   HEARTBEATS_BEHIND,
   LOCK_EXPIRED,
   LOCK_GONE,
+  LOCK_RELEASED,
   LOCK_TAKEN,
   NOT_HELD_FOR_EXTEND,
 } from '../../errors/lock.messages';
@@ -15,6 +16,7 @@ import { transientKind } from '../../store/dynamo/transient-error';
 import { RETRY_MIN_MS } from '../../utils/backoff';
 import { jitter, monotonicNow } from '../../utils/clock';
 import { type Duration, parseLease } from '../../utils/duration';
+import { LazyAbortController } from '../../utils/lazy-abort.controller';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
 import type { KeyHistory } from './key-history';
 import { createLock, type Lock, type LockHost } from './lock';
@@ -74,7 +76,7 @@ export class LeaseKeeper {
   /** Starts holding a lock whose lease (`leaseMs`, as the write granted it) counts from monotonic time `sentAt`. */
   hold(waiter: Waiter, record: LockRecord, sentAt: number, via: AcquiredVia, leaseMs: number): HeldLease {
     const { options, history, events } = this.deps;
-    const controller = new AbortController();
+    const controller = new LazyAbortController();
     const lock = createLock({
       key: waiter.key,
       owner: options.ownerName,
@@ -89,7 +91,9 @@ export class LeaseKeeper {
     const lease: HeldLease = {
       storedKey: waiter.storedKey,
       token: waiter.token,
-      ticket: record.head,
+      // Its token in the item holds it from now on: every write that removes a token moves `head` past
+      // the ticket, so the ticket clause (a slow condition for some servers) could never match again.
+      ticket: record.token === waiter.token ? undefined : record.head,
       leaseMs,
       rvn: record.rvn,
       targetLeaseMs: waiter.leaseMs,
@@ -152,18 +156,18 @@ export class LeaseKeeper {
   }
 
   /**
-   * Stops holding a lock that is being released: no more heartbeats, and its signal aborts with
-   * `reason` (work still running under it must stop).
+   * Stops holding a lock that is being released: no more heartbeats, and its signal aborts with a
+   * `LockLostError` of reason `released` (work still running under it must stop), made when read.
    * @returns its lease, or `undefined` when it was not held.
    */
-  release(lock: Lock, reason: LockLostError): HeldLease | undefined {
+  release(lock: Lock): HeldLease | undefined {
     const lease = this.leases.get(lock);
     if (!lease || lease.state !== 'held') return undefined;
     lease.state = 'released';
     this.scheduler.delete(lease);
     this.leases.delete(lock);
     this.deps.history.forgetObservation(lease.storedKey);
-    lease.controller.abort(reason);
+    lease.controller.abortWith(() => new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
     return lease;
   }
 
@@ -174,9 +178,7 @@ export class LeaseKeeper {
     // Why it is not held is the reason its signal carries (expired, taken, gone, shutdown...); the
     // `Lock` handle rethrows it too once the lease is forgotten here.
     const notHeld = (): unknown =>
-      lease?.controller.signal.aborted
-        ? lease.controller.signal.reason
-        : new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
+      lease?.controller.aborted ? lease.controller.reason : new LockLostError(NOT_HELD_FOR_EXTEND(lock.key), lock.key, 'gone');
     if (!lease || !this.checkHeld(lock) || leaseMs === undefined) throw notHeld();
     await this.serial(lease, () => this.renew(lease, leaseMs, true));
     if (lease.state !== 'held') throw notHeld();
@@ -267,6 +269,8 @@ export class LeaseKeeper {
       lease.leaseMs = leaseMs;
       lease.targetLeaseMs = leaseMs;
       lease.rvn = result.record.rvn;
+      // The heartbeat wrote the token: the holder holds by it (see `hold()`).
+      lease.ticket = undefined;
       lease.queuedElsewhere = ticketsWaiting(result.record);
       if (Number.isFinite(lease.heartbeatMs)) lease.heartbeatMs = heartbeatIntervalFor(options, leaseMs);
       lease.validUntil = sentAt + leaseMs - safetyMargin(leaseMs);

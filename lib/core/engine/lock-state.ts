@@ -5,12 +5,13 @@ import type { AcquireTrace, HoldTrace } from '../../observability/lock.telemetry
 import type { Lock } from './lock';
 import type { ReleaseFire } from '../../store/mutex/mutex-store.protocol';
 import type { FireRecord } from '../../store/mutex/mutex.record';
+import type { LazyAbortController } from '../../utils/lazy-abort.controller';
 
 /** A lock this manager holds. Times are on the local monotonic clock. */
 export interface HeldLease extends ScheduledLease {
   storedKey: string;
   token: string;
-  /** The ticket served when it was granted: a promoted waiter holds by it until its token is written. */
+  /** The ticket served when it was granted: a promoted waiter holds by it until its token is written (then `undefined`). */
   ticket: number | undefined;
   /** The lease stored in the item now. */
   leaseMs: number;
@@ -22,7 +23,8 @@ export interface HeldLease extends ScheduledLease {
   heartbeatMs: number;
   state: 'held' | 'released' | 'lost';
   lock: Lock;
-  controller: AbortController;
+  /** Aborts the lock's signal when it is lost or released (see `Lock.signal`). */
+  controller: LazyAbortController;
   /** Serialises this lease's writes, so a heartbeat never lands after (and undoes) an extend; `undefined` when none is queued. */
   writes: Promise<unknown> | undefined;
   lastError?: unknown;
@@ -54,7 +56,7 @@ export interface Waiter {
   startedAt: number;
   deadline: number;
   /** Aborts on the caller's signal, at the deadline, or at shutdown. */
-  cancel: AbortController;
+  cancel: LazyAbortController;
   /** Last holder seen, for the busy error. */
   holder?: LockHolder;
   /** Monotonic time the last holder seen is expected to release, when its usual hold is known. */

@@ -63,7 +63,8 @@ export interface LockFields {
   fencingToken: number;
   acquiredAt: Date;
   leaseId: string;
-  controller: AbortController;
+  /** Aborts the handle's signal: an `AbortController`, or one that makes the signal only when read. */
+  controller: Pick<AbortController, 'signal'>;
   host: LockHost;
   /** For a nested acquisition of a key the async context already holds: the outer lock. */
   outer?: Lock;
@@ -141,7 +142,7 @@ export class Lock implements AsyncDisposable {
   readonly keys: readonly string[];
   readonly #tokens: readonly number[];
   readonly #reentrant: boolean;
-  readonly #controller: AbortController;
+  readonly #controller: Pick<AbortController, 'signal'>;
   readonly #host: LockHost;
   readonly #outer: Lock | undefined;
 

@@ -3,6 +3,7 @@ import { monotonicNow } from '../../utils/clock';
 import { parseLease } from '../../utils/duration';
 import { serializeData } from '../../utils/lock-key.validation';
 import { randomToken } from '../../utils/random-token';
+import { LazyAbortController } from '../../utils/lazy-abort.controller';
 import { fireOf, resolveWait, type ResolvedLockOptions } from './lock-options.resolver';
 import type { Waiter } from './lock-state';
 
@@ -35,7 +36,7 @@ export function createWaiter(
     heartbeat: options.heartbeat ?? true,
     startedAt,
     deadline: startedAt + waitMs,
-    cancel: new AbortController(),
+    cancel: new LazyAbortController(),
     settled: false,
     fire: options.fireTime === undefined ? undefined : fireOf(options.fireTime),
     resolve: () => undefined,

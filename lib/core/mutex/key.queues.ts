@@ -88,7 +88,7 @@ export class KeyQueues {
     let timer = Number.isFinite(waiter.deadline)
       ? setTimeout(atDeadline, Math.min(Math.round(waiter.deadline - waiter.startedAt), MAX_DURATION_MS))
       : undefined;
-    waiter.cancel.signal.addEventListener('abort', () => {
+    waiter.cancel.onAbort(() => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     });

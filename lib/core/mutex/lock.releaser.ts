@@ -1,5 +1,4 @@
-import { LockLostError } from '../../errors/lock.errors';
-import { LOCK_RELEASED, RELEASE_NOT_HELD } from '../../errors/lock.messages';
+import { RELEASE_NOT_HELD } from '../../errors/lock.messages';
 import type { MutexStorePort } from '../../store/mutex/mutex-store.port';
 import type { Holding, ReleaseFire } from '../../store/mutex/mutex-store.protocol';
 import { monotonicNow } from '../../utils/clock';
@@ -62,7 +61,7 @@ export class LockReleaser {
     // even when no timer noticed yet: the release then says so, and frees it if nobody took it.
     keeper.checkHeld(lock);
     // Work still running under this lock (detached timers, listeners, nested handles) must stop.
-    const lease = keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    const lease = keeper.release(lock);
     if (!lease) return this.freeExpired(lock);
     const slot = queues.slot(lease.storedKey);
     if (slot?.holder === lease) slot.holder = undefined;

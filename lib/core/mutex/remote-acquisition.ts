@@ -118,8 +118,9 @@ export class RemoteAcquisition {
    */
   private checkCaller(): void {
     this.host.closing.throwIfAborted();
-    if (!this.waiter.cancel.signal.aborted) return;
-    if (this.line.ticket === undefined) this.waiter.cancel.signal.throwIfAborted();
+    const { cancel } = this.waiter;
+    if (!cancel.aborted) return;
+    if (this.line.ticket === undefined) throw cancel.reason;
     // A caller whose own token may be in the item (a write of unknown outcome) keeps the ticket.
     const next = this.waiter.uncertainSince === undefined ? this.host.nextWaiter(this.waiter.storedKey) : undefined;
     if (next && next !== this.waiter) {
@@ -276,7 +277,7 @@ export class RemoteAcquisition {
     if (result.ok || hasLeft(this.line.current, ticket)) {
       this.line.ticket = undefined;
       host.emit({ type: 'cleanup', key: waiter.key, owner: waiter.owner, outcome: 'left' });
-      throw waiter.cancel.signal.reason;
+      throw waiter.cancel.reason;
     }
   }
 

@@ -4,7 +4,6 @@ import { type Duration, parseLease } from '../../utils/duration';
 import {
   FENCED_WRITES_UNSUPPORTED,
   KEY_IS_MUTEX,
-  LOCK_RELEASED,
   NOT_HELD_FOR_EXTEND,
   READ_HAS_NO_FENCE,
   READ_STORE_UNSUPPORTED,
@@ -193,7 +192,7 @@ export class ReadPrimitive implements LockPrimitive {
     );
     // The read lock is over: its entry went with the group, which is now this write lock.
     const heldMs = Math.round(monotonicNow() - lease.acquiredAt);
-    this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    this.keeper.release(lock);
     this.upgradeable.delete(lock);
     context.events.emitFor(lease, {
       type: 'released',
@@ -236,7 +235,7 @@ export class ReadPrimitive implements LockPrimitive {
   }
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
-    const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    const lease = this.keeper.release(lock);
     const { store } = this;
     if (!store) return 'not-held';
     if (!lease) return this.freeExpired(lock, store);

@@ -1,5 +1,3 @@
-import { LockLostError } from '../../errors/lock.errors';
-import { LOCK_RELEASED } from '../../errors/lock.messages';
 import type { LockRecord } from '../../store/mutex/mutex.record';
 import { monotonicNow } from '../../utils/clock';
 import { FencedWriter } from '../engine/fenced-writer';
@@ -68,7 +66,7 @@ export class UpgradedLocks {
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
     const { stores } = this.context;
-    const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    const lease = this.keeper.release(lock);
     if (!lease) return 'not-held';
     const heldMs = monotonicNow() - lease.acquiredAt;
     return releaseWithEvents(this.context, this.keeper, lock, lease, heldMs, () =>

@@ -1,10 +1,9 @@
-import { LockConfigurationError, LockKeyError, LockLostError, LockValidationError } from '../../errors/lock.errors';
+import { LockConfigurationError, LockKeyError, LockValidationError } from '../../errors/lock.errors';
 import {
   FENCED_WRITES_UNSUPPORTED,
   SEMAPHORE_HAS_NO_FENCE,
   KEY_IS_SEMAPHORE,
   KEY_TOO_LONG,
-  LOCK_RELEASED,
   SEMAPHORE_STORE_UNSUPPORTED,
 } from '../../errors/lock.messages';
 import type { AcquireOptions } from '../../interfaces/acquire-options.interface';
@@ -141,7 +140,7 @@ export class SemaphorePrimitive implements LockPrimitive {
   }
 
   private async releaseNow(lock: Lock): Promise<ReleaseOutcome> {
-    const lease = this.keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released'));
+    const lease = this.keeper.release(lock);
     const { store } = this;
     if (!lease || !store) return 'not-held';
     const heldMs = monotonicNow() - lease.acquiredAt;

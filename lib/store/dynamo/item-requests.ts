@@ -46,9 +46,35 @@ export function updateExpression(parts: UpdateParts): string {
     .join(' ');
 }
 
-/** The attribute-name placeholders an expression uses (DynamoDB rejects unused ones). */
-export function pickNames(names: Record<string, string>, expression: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(names).filter(([alias]) => new RegExp(`${alias}\\b`).test(expression)));
+/** An attribute-name placeholder in an expression: `#` and word characters. */
+const PLACEHOLDER = /#\w+/g;
+/** The placeholders of the expressions seen lately: a store sends a few dozen shapes, over and over. */
+const placeholders = new Map<string, readonly string[]>();
+/** Expressions remembered at most (the map starts over when full: values vary the shape, rarely). */
+const PLACEHOLDERS_KEPT = 512;
+
+/**
+ * The attribute-name placeholders an expression uses (DynamoDB rejects unused ones), with their
+ * names from `sources` (a later source wins, as in a spread). This runs for every write: the
+ * expression's placeholders are found once per shape, not once per write and name.
+ */
+export function pickNames(expression: string, ...sources: Record<string, string>[]): Record<string, string> {
+  let aliases = placeholders.get(expression);
+  if (aliases === undefined) {
+    aliases = [...new Set(Array.from(expression.matchAll(PLACEHOLDER), ([alias]) => alias))];
+    if (placeholders.size >= PLACEHOLDERS_KEPT) placeholders.clear();
+    placeholders.set(expression, aliases);
+  }
+  const picked: Record<string, string> = {};
+  for (const alias of aliases) {
+    for (let i = sources.length - 1; i >= 0; i--) {
+      if (Object.hasOwn(sources[i], alias)) {
+        picked[alias] = sources[i][alias];
+        break;
+      }
+    }
+  }
+  return picked;
 }
 
 /** One conditional `UpdateItem` on the item of stored key `key`. */
@@ -86,7 +112,6 @@ export async function updateItem(
   const parts = withTtl(update, table.ttlDays, ttlLeaseMs, now);
   const expression = updateExpression(parts);
   const keys = table.keys ?? DEFAULT_TABLE_KEYS;
-  const names = { ...update.names, ...keyAttributeNames(keys) };
   try {
     const output = await sendToTable(
       client,
@@ -96,7 +121,10 @@ export async function updateItem(
         Key: itemKeyOf(keys, update.key),
         UpdateExpression: expression,
         ConditionExpression: update.condition,
-        ExpressionAttributeNames: { ...pickNames(names, `${expression} ${update.condition}`), ...update.exactNames },
+        ExpressionAttributeNames: {
+          ...pickNames(`${expression} ${update.condition}`, update.names, keyAttributeNames(keys)),
+          ...update.exactNames,
+        },
         ExpressionAttributeValues: parts.values,
         ReturnValues: update.returnNew ? 'ALL_NEW' : undefined,
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -153,7 +181,6 @@ export async function* scanItems(
     allValues[':prefix'] = { S: prefix };
   }
   const expression = clauses.length ? `(${filter}) AND ${clauses.join(' AND ')}` : filter;
-  const allNames = { ...names, ...keyAttributeNames(keys) };
   let startKey: Record<string, AttributeValue> | undefined;
   do {
     const output = await sendToTable(
@@ -164,7 +191,7 @@ export async function* scanItems(
         ConsistentRead: true,
         ExclusiveStartKey: startKey,
         FilterExpression: expression,
-        ExpressionAttributeNames: pickNames(allNames, expression),
+        ExpressionAttributeNames: pickNames(expression, names, keyAttributeNames(keys)),
         ExpressionAttributeValues: Object.keys(allValues).length ? allValues : undefined,
       }),
       table,

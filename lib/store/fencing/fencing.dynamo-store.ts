@@ -56,7 +56,7 @@ export class DynamoFencingStore implements FencingStorePort {
         TableName: this.options.tableName,
         Key: itemKeyOf(keys, request.lockKey),
         ConditionExpression: condition,
-        ExpressionAttributeNames: pickNames({ ...ATTRIBUTE_NAMES, ...keyAttributeNames(keys) }, condition),
+        ExpressionAttributeNames: pickNames(condition, ATTRIBUTE_NAMES, keyAttributeNames(keys)),
         ExpressionAttributeValues: values,
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },

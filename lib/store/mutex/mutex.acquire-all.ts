@@ -9,7 +9,7 @@ import type { DynamoStoreOptions } from '../dynamo/dynamo-store.options';
 import { pickNames, updateExpression, withTtl } from '../dynamo/item-requests';
 import { DEFAULT_TABLE_KEYS, itemKeyOf, keyAttributeNames } from '../dynamo/table-schema';
 import { sendToTable } from '../dynamo/timed-request';
-import { acquireParts, FREE } from './mutex.expressions';
+import { acquireParts, freeCondition } from './mutex.expressions';
 import { ATTRIBUTE_NAMES, type LockRecord, toLockRecord } from './mutex.record';
 import { type AcquireAllPart, type AcquireAllResult, type AcquireAllWrite, grantedRecord } from './mutex-store.protocol';
 
@@ -68,7 +68,7 @@ function updateOf(options: DynamoStoreOptions, write: AcquireAllWrite, part: Acq
     fence = '#fence = :seenFence';
     values[':seenFence'] = { N: String(part.fence) };
   }
-  const condition = `${FREE}${acquire.claim}${onlyLockItem} AND ${fence}`;
+  const condition = freeCondition(`${acquire.claim}${onlyLockItem} AND ${fence}`);
   const expression = updateExpression(parts);
   return {
     Update: {
@@ -76,7 +76,7 @@ function updateOf(options: DynamoStoreOptions, write: AcquireAllWrite, part: Acq
       Key: itemKeyOf(keys, part.key),
       UpdateExpression: expression,
       ConditionExpression: condition,
-      ExpressionAttributeNames: pickNames({ ...ATTRIBUTE_NAMES, ...keyAttributeNames(keys) }, `${expression} ${condition}`),
+      ExpressionAttributeNames: pickNames(`${expression} ${condition}`, ATTRIBUTE_NAMES, keyAttributeNames(keys)),
       ExpressionAttributeValues: values,
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },

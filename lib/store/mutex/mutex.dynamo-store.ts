@@ -20,7 +20,7 @@ import {
   acquireParts,
   atVersion,
   claimFire,
-  FREE,
+  freeCondition,
   HELD,
   heldValue,
   holdingCondition,
@@ -76,7 +76,7 @@ export class DynamoMutexStore implements MutexStorePort {
     // claims a fire: then the retry fails on its own claim, and the caller finds its token.
     const condition =
       write.condition.kind === 'free'
-        ? `${FREE}${claim}${onlyLockItem(this.keys)}`
+        ? freeCondition(`${claim}${onlyLockItem(this.keys)}`)
         : `(${holdingCondition(write.condition.from, values, ':from')} OR #token = :token)${claim}`;
     return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
   }

@@ -282,7 +282,7 @@ function holderOf(item: StoredItem, write: AcquireWrite, now: number, rvn: strin
   return { ...holder, ttl: ttlOf(now, leaseMs), ...claimOf(fire, owner, now) };
 }
 
-/** A free acquire (`FREE` in the DynamoDB store): ticket `tail` taken and served, the counter kept; `undefined` when held or waited for. */
+/** A free acquire (`freeCondition()` in the DynamoDB store): ticket `tail` taken and served, the counter kept; `undefined` when held or waited for. */
 function takeFree(item: StoredItem, holder: StoredItem, token: string, now: number): StoredItem | undefined {
   if (item.token !== undefined || (item.head !== undefined && item.head !== item.tail)) return undefined;
   const base = now * 1000;

@@ -7,7 +7,7 @@ import { DEFAULT_TABLE_KEYS, itemKeyOf } from '../dynamo/table-schema';
 import type { DynamoMutexStore } from '../mutex/mutex.dynamo-store';
 import { LockUnavailableError } from '../../errors/lock.errors';
 import { READ_LEAVE_CONTENDED } from '../../errors/lock.messages';
-import { FREE, heldValue, lastHold, noHold, onlyLockItem } from '../mutex/mutex.expressions';
+import { freeCondition, heldValue, lastHold, noHold, onlyLockItem } from '../mutex/mutex.expressions';
 import { ATTRIBUTE_NAMES, LEFT_MAX, type LockRecord, leftRun, toLockRecord } from '../mutex/mutex.record';
 import type { WriteResult } from '../mutex/mutex-store.protocol';
 import { formatEntry, MAX_READERS, ticketsBetween, READ_GROUP_OWNER, READ_GROUP_TOKEN, type ReaderEntry, readerOf } from './read.record';
@@ -58,7 +58,7 @@ export class DynamoReadStore implements ReadStorePort {
         ...(upgradeable ? ['#upgrader = :rid'] : []),
       ],
       remove: ['#live', '#released', '#claims', '#left', '#data', '#upgrading', ...(upgradeable ? [] : ['#upgrader'])],
-      condition: `${FREE}${onlyLockItem(this.keys)}`,
+      condition: freeCondition(onlyLockItem(this.keys)),
       values: {
         ...groupValues(entry, now),
         ':readers': { M: { [entry.id]: { S: formatEntry(entry) } } },

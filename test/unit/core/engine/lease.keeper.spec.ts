@@ -30,8 +30,7 @@ function setup(overrides: DynamoLockOptions = {}) {
     history,
     events,
     lockHost: {
-      release: async (lock) =>
-        keeper.release(lock, new LockLostError(LOCK_RELEASED(lock.key), lock.key, 'released')) !== undefined ? 'released' : 'not-held',
+      release: async (lock) => (keeper.release(lock) !== undefined ? 'released' : 'not-held'),
       extend: (lock, leaseDuration) => keeper.extend(lock, leaseDuration),
       checkHeld: (lock) => keeper.checkHeld(lock),
       // Fenced writes are tested in test/fencing, with stores.
@@ -84,10 +83,28 @@ describe('LeaseKeeper', () => {
     expect(lock.signal.aborted).toBe(false);
     expect(keeper.get(lock)).toBe(lease);
     expect(keeper.size).toBe(1);
-    expect(lease).toMatchObject({ storedKey: KEY, token: waiter.token, ticket: record.head, rvn: record.rvn, state: 'held' });
+    // Its token is in the item: it holds by the token alone, its writes carry no ticket clause.
+    expect(lease).toMatchObject({ storedKey: KEY, token: waiter.token, ticket: undefined, rvn: record.rvn, state: 'held' });
     // A third of the lease between heartbeats.
     expect(lease.heartbeatMs).toBe(LEASE / 3);
     expect(eventsOf(seen, 'acquired')).toEqual([expect.objectContaining({ key: KEY, fencingToken: record.fencingToken, via: 'free' })]);
+    keeper.close();
+  });
+
+  it('a promoted waiter (its token not yet in the item) holds by its ticket until its first heartbeat writes the token', async () => {
+    const { keeper, store, heartbeats, take } = setup();
+    const { waiter, record, lock } = await take();
+    keeper.release(lock);
+    // The same item seen as a promoted waiter sees it: its ticket served, no token written yet.
+    const promoted = keeper.hold(waiter, { ...record, token: undefined }, performance.now(), 'promotion', waiter.leaseMs);
+    expect(promoted.ticket).toBe(record.head);
+    await jest.advanceTimersByTimeAsync(LEASE / 3 + 10);
+    expect(heartbeats.mock.calls[0][0].holding).toEqual({ token: waiter.token, ticket: record.head });
+    expect(promoted.ticket).toBeUndefined();
+    await jest.advanceTimersByTimeAsync(LEASE / 3 + 10);
+    expect(heartbeats.mock.calls[1][0].holding).toEqual({ token: waiter.token, ticket: undefined });
+    expect(promoted.lock.isHeld).toBe(true);
+    expect((await store.read(KEY))?.token).toBe(waiter.token);
     keeper.close();
   });
 
@@ -222,15 +239,16 @@ describe('LeaseKeeper', () => {
   it('release() stops the heartbeats and aborts the signal with reason "released", once', async () => {
     const { keeper, heartbeats, lost, take } = setup();
     const { lock, lease } = await take();
-    const reason = new LockLostError(LOCK_RELEASED(KEY), KEY, 'released');
-    expect(keeper.release(lock, reason)).toBe(lease);
+    expect(keeper.release(lock)).toBe(lease);
     expect(lease.state).toBe('released');
     expect(lock.signal.aborted).toBe(true);
-    expect(lock.signal.reason).toBe(reason);
-    expect((lock.signal.reason as LockLostError).reason).toBe('released');
+    const reason = lock.signal.reason as LockLostError;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason).toMatchObject({ key: KEY, reason: 'released', message: LOCK_RELEASED(KEY) });
     expect(lock.isHeld).toBe(false);
     expect(keeper.size).toBe(0);
-    expect(keeper.release(lock, reason)).toBeUndefined();
+    expect(keeper.release(lock)).toBeUndefined();
+    expect(lock.signal.reason).toBe(reason);
     await jest.advanceTimersByTimeAsync(3 * LEASE);
     expect(heartbeats).not.toHaveBeenCalled();
     expect(lost).not.toHaveBeenCalled();
