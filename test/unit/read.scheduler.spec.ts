@@ -167,6 +167,21 @@ describe('read timing of a waiter in line', () => {
     expect(facts.timerLateness()).toBeCloseTo(100, 0);
   });
 
+  it('next in line, reads a round trip and 5 ms apart at most while the release is overdue (a graceful stop is seen at once)', () => {
+    for (const facts of [history({ holdMs: 20, roundTripMs: 4 }), history({ holdMs: 0, roundTripMs: 4 })]) {
+      const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
+      schedule.noteView(held(5), 0, 6);
+      // Ten seconds overdue: the pauses grow from a few ms, and stop growing at 9 ms.
+      let now = 10_000;
+      const pauses = Array.from({ length: 40 }, () => {
+        const pause = schedule.delay(now, { ...farPlan(6), far: false });
+        now += pause;
+        return pause;
+      });
+      expect(Math.max(...pauses)).toBeCloseTo(9);
+    }
+  });
+
   it('with no hold known to this process, times its reads by the last hold written in the item', () => {
     // The holder took the lock free (no release in the item since), after holding it 1 s before.
     const schedule = new ReadScheduler(new KeyHistory(), KEY, 1_000, 0);
