@@ -127,17 +127,24 @@ describe('poll timing of a waiter', () => {
     await line.close();
   });
 
-  it('next in line, reads a round trip and 5 ms apart at most while a release is overdue, whatever maxPollInterval', async () => {
+  it('next in line, reads a round trip and 5 ms apart at most for two seconds of an overdue release, then 100 ms apart', async () => {
     const { holder, waiter, reads, close } = setup(200);
     const held = await holder.acquire('slow');
     reads.length = 0;
+    const started = Date.now();
     const waiting = waiter.acquire('slow', { wait: '10s' });
     await jest.advanceTimersByTimeAsync(3_000);
-    // Pauses of a round trip (none here) and 5 ms at most, whatever maxPollInterval: a release sent at
-    // any moment is read within that (plus the fake clock's rounding).
-    const gaps = reads.slice(1).map((at, i) => at - reads[i]);
-    expect(Math.max(...gaps)).toBeLessThanOrEqual(6);
-    expect(reads.length).toBeGreaterThan(3_000 / 6);
+    // With no hold known, the release is overdue from the start: pauses of a round trip (none
+    // here) and 5 ms at most for two seconds (plus the fake clock's rounding), whatever
+    // maxPollInterval; then growing to 100 ms, never to the 200 ms cap.
+    const gaps = reads.slice(1).map((at, i) => ({ at: reads[i] - started, gap: at - reads[i] }));
+    const close2s = gaps.filter(({ at }) => at < 1_990);
+    const later = gaps.filter(({ at }) => at > 2_100);
+    expect(Math.max(...close2s.map(({ gap }) => gap))).toBeLessThanOrEqual(6);
+    expect(close2s.length).toBeGreaterThan(1_990 / 6);
+    expect(Math.max(...later.map(({ gap }) => gap))).toBeLessThanOrEqual(101);
+    expect(Math.max(...later.map(({ gap }) => gap))).toBeGreaterThan(50);
+    expect(later.length).toBeLessThan(40);
     await held.release();
     await jest.advanceTimersByTimeAsync(250);
     await (await waiting).release();
