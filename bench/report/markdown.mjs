@@ -56,6 +56,14 @@ function table(scenario, rows, results, systems, labels = LABELS) {
   return { text: lines.join('\n'), checks };
 }
 
+/** A system's acquisitions/s over the fastest other system's in the same results (null with no other). */
+function aheadOf(results, x) {
+  const others = Object.values(results).filter((o) => o !== x && typeof o?.perSecond === 'number');
+  if (others.length === 0 || typeof x?.perSecond !== 'number') return null;
+  const best = Math.max(...others.map((o) => o.perSecond));
+  return best > 0 ? x.perSecond / best : null;
+}
+
 export function scenarioTables(report) {
   const { results, meta } = report;
   const out = [];
@@ -140,12 +148,19 @@ export function scenarioTables(report) {
     const hold = r.ours.holdMs;
     add(
       `3. Cross-process contention, hold ${hold >= 1000 ? `${hold / 1000} s` : `${hold} ms`}`,
-      `${r.ours.processes} processes, one key, ${r.ours.seconds} s per system, lease ${meta.settings.contentionLeaseMs} ms with heartbeats every third of it for every system. Limit = 1000 / (hold + 2·RTT) (ours: RTT ${ms(r.ours.rttMs)}, limit ${num(r.ours.limitPerSecond)}/s). Hand-over: a release call to the next grant (shared wall clock). Cost: write = 1, strongly consistent read = 0.2.`,
+      `${r.ours.processes} processes, one key, ${r.ours.seconds} s per system, lease ${meta.settings.contentionLeaseMs} ms with heartbeats every third of it for every system. Limit = 1000 / (hold + RTT): a fair hand-over through the table costs a round trip at least (the release lands, then the next holder learns of it); RTT from an idle probe once every worker has started (ours: RTT ${ms(r.ours.rttMs)}, limit ${num(r.ours.limitPerSecond)}/s). Hand-over: a release call to the next grant (shared wall clock). Cost: write = 1, strongly consistent read = 0.2.`,
       table(
         `crossProcess.${key}`,
         [
           { metric: 'acquisitions/s', get: (x) => x.perSecond, fmt: num },
           { metric: 'fraction of limit', get: (x) => x.fractionOfLimit, fmt: pct, target: atLeast(0.9, pct) },
+          {
+            metric: 'acquisitions/s / the fastest other system',
+            get: (x) => aheadOf(r, x),
+            fmt: (v) => (v == null ? '–' : `${num(v)}×`),
+            target: atLeast(1),
+            ratio: false,
+          },
           {
             metric: 'write-equivalents per acquisition',
             get: (x) => x.writeEqPerAcquisition,
@@ -592,8 +607,10 @@ process plumbing), \`bench/report/\` (tables, this page, the chart).
   JVM) and the counting proxy run in processes of their own too. Each scenario segment uses a fresh table, so the
   proxy's per-table counts are exactly that segment's requests.
 - **RTT** is the median latency of a conditional \`UpdateItem\` through the proxy, measured in the same segment just
-  before its workload. The throughput limits use it: \`1000 / (hold + RTT)\` in one process (one hand-over write per
-  acquisition), \`1000 / (hold + 2·RTT)\` across processes (a release write, then the next holder's acquire write).
+  before its workload (across processes: on an idle probe once every worker has started, so that their start-up
+  and load do not inflate it). The throughput limits use it: \`1000 / (hold + RTT)\` in one process (one hand-over
+  write per acquisition) and across processes (a fair hand-over through the table: the release lands, then the next
+  holder learns of it, a round trip at least).
 - **Cost** is in write-equivalents at on-demand prices: each write request (a failed conditional write is charged
   too) = 1, a strongly consistent read = 0.2, an eventually consistent read = 0.1. Heartbeats and releases count.
 - **Hand-over** is from a holder's release call to the next grant, on \`performance.timeOrigin + performance.now()\`,

@@ -1,7 +1,8 @@
 /**
  * Scenario 3: cross-process contention. 4 forked processes loop on one key (acquire → hold
  * → release) for a fixed time. Per system and hold: acquisitions/s as a fraction of
- * 1000 / (hold + 2·RTT) (a release write, then the next holder's acquire write), cost in
+ * 1000 / (hold + RTT) (a fair hand-over through the table: the release lands, then the next holder
+ * learns of it; RTT from an idle probe once every worker is ready), cost in
  * write-equivalents per acquisition, hand-over latency (a release call to the next grant, on
  * the shared wall clock), fairness (each process's share / the mean share), how often the
  * releaser itself got the lock next, and overlaps: inside the section each process creates
@@ -55,7 +56,7 @@ function combine(s, holdMs, processes) {
   const span = sum((x) => x.spanMs);
   const rate = span > 0 ? (sum((x) => Math.max(0, x.grants.length - 1)) / span) * 1000 : 0;
   const rtt = sum((x) => x.rttMs) / s.length;
-  const limit = 1000 / (holdMs + 2 * rtt);
+  const limit = 1000 / (holdMs + rtt);
   const handovers = s.flatMap((x) => x.handovers);
   const shares = s.flatMap((x) => x.shares);
   const t = {
@@ -99,7 +100,11 @@ async function window(ctx, workers, id, r, { holdMs, durationMs }) {
   const markerPath = path.join(tmpdir(), `${table}.inside`);
   rmSync(markerPath, { force: true });
   for (const w of workers) w.send('prepare', { table, probeTable, holdMs, markerPath });
-  const ready = await Promise.all(workers.map((w) => w.next('ready')));
+  await Promise.all(workers.map((w) => w.next('ready')));
+  // The RTT of the limit, on an idle probe: every worker has started and waits for the window, so
+  // neither their start-up nor their load on the server counts against the hand-over.
+  workers[0].send('probe');
+  const { rttMs } = await workers[0].next('rtt');
   const before = await ctx.proxy.counts();
   const startAt = wall() + 100;
   const endAt = startAt + durationMs;
@@ -128,7 +133,7 @@ async function window(ctx, workers, id, r, { holdMs, durationMs }) {
   return {
     durationMs,
     spanMs: grants.length > 1 ? grants.at(-1).grantedAt - grants[0].grantedAt : 0,
-    rttMs: ready[0].rttMs,
+    rttMs,
     grants,
     handovers,
     sameNext,
@@ -145,7 +150,7 @@ async function work(config, io) {
     const { exit, table, probeTable, holdMs, markerPath } = await io.next('prepare');
     if (exit) return;
     const client = makeClient(config.endpoint);
-    const rttMs = config.index === 0 ? await measureRtt(makeClient(config.endpoint), probeTable, { samples: config.rttSamples }) : null;
+    const probe = config.index === 0 ? makeClient(config.endpoint) : undefined;
     const lock = await openSystem(config.system, {
       client,
       table,
@@ -153,7 +158,12 @@ async function work(config, io) {
       leaseMs: config.leaseMs,
       heartbeatMs: Math.round(config.leaseMs / 3),
     });
-    await io.send('ready', { rttMs });
+    await io.send('ready');
+    if (probe) {
+      await io.next('probe');
+      await io.send('rtt', { rttMs: await measureRtt(probe, probeTable, { samples: config.rttSamples }) });
+      probe.destroy();
+    }
     const { startAt, endAt } = await io.next('go');
     await sleepUntil(startAt);
     const stop = new AbortController();

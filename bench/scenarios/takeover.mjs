@@ -52,7 +52,11 @@ async function trial(ctx, id, mode, t, { leaseMs, heldMs }) {
   // All three start together; the waiters begin to wait once the holder holds the lock.
   const holder = forkWorker(import.meta.url, { ...base, role: 'holder' });
   const waiters = Array.from({ length: WAITERS }, () => forkWorker(import.meta.url, { ...base, role: 'waiter' }));
-  const { rttMs } = await holder.next('acquired');
+  await holder.next('acquired');
+  // The RTT of the target, on an idle probe: every process has started, nobody waits yet.
+  await Promise.all(waiters.map((w) => w.next('opened')));
+  holder.send('probe');
+  const { rttMs } = await holder.next('rtt');
   for (const w of waiters) w.send('start');
   await Promise.all(waiters.map((w) => w.next('waiting')));
   const waitFrom = wall();
@@ -93,7 +97,7 @@ async function work(config, io) {
   const client = makeClient(config.endpoint);
   const owner = `s5-${config.system}-${config.role}-${process.pid}`;
   if (config.role === 'holder') {
-    const rttMs = await measureRtt(makeClient(config.endpoint), config.probeTable, { samples: config.rttSamples });
+    const probe = makeClient(config.endpoint);
     watchWrites(client, (sentAt) => void io.send('beat', { sentAt }), wall);
     const lock = await openSystem(config.system, {
       client,
@@ -107,7 +111,10 @@ async function work(config, io) {
       lock.close().finally(() => process.exit(0));
     });
     await lock.acquire('hot');
-    await io.send('acquired', { rttMs });
+    await io.send('acquired');
+    await io.next('probe');
+    await io.send('rtt', { rttMs: await measureRtt(probe, config.probeTable, { samples: config.rttSamples }) });
+    probe.destroy();
     await new Promise(() => {}); // hold until killed
   }
   const lock = await openSystem(config.system, {
@@ -117,6 +124,7 @@ async function work(config, io) {
     leaseMs: config.leaseMs,
     heartbeatMs: Math.round(config.leaseMs / 3),
   });
+  await io.send('opened');
   await io.next('start');
   const acquiring = lock.acquire('hot');
   await io.send('waiting');

@@ -364,7 +364,8 @@ export class LockManager {
     // Campaigns stop watching; the leaders' locks are released below with every held lock.
     const campaigns = this.leadership.stop();
     const { all } = this.primitives;
-    for (const primitive of all) await primitive.close(new LockConfigurationError(MANAGER_CLOSED()));
+    // Side by side: a lock of one kind is not released later for the waiting of another kind to end.
+    await Promise.all(all.map((primitive) => primitive.close(new LockConfigurationError(MANAGER_CLOSED()))));
     await Promise.allSettled(campaigns);
     for (const primitive of all) primitive.stop();
     this.backend.destroy();

@@ -593,5 +593,39 @@ describeEachServer('LockManager', (server) => {
       await expect(manager.acquire(newKey('after'))).rejects.toThrow(/shut down/);
       await blocker.release();
     });
+
+    it('releases held locks before its own waiting ends (leaving a line elsewhere takes requests that may be slow)', async () => {
+      // Requests time out after 20 s: the clean-up stays stuck for as long as the gate is closed.
+      const manager = fixture.manager({ requestTimeout: '20s' });
+      const other = fixture.manager();
+      const held = newKey('held-first');
+      const busy = newKey('busy-while-closing');
+      await manager.acquire(held);
+      const blocker = await other.acquire(busy);
+      const waiting = rejectionOf(manager.acquire(busy, { wait: true }));
+      await sleep(100);
+      // From now on, this manager's requests for the busy key hang until the gate opens: its waiter's
+      // clean-up (a read, then leaving the line) cannot end.
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      manager.client.middlewareStack.add(
+        (next) => async (args) => {
+          if (JSON.stringify((args as { input?: unknown }).input ?? {}).includes(busy)) await gate;
+          return next(args);
+        },
+        { step: 'initialize' },
+      );
+      const closing = manager.close();
+      let info = await other.inspect(held);
+      for (let i = 0; i < 100 && info !== null; i++) {
+        await sleep(50);
+        info = await other.inspect(held);
+      }
+      expect(info).toBeNull();
+      open();
+      await closing;
+      expect((await waiting).message).toMatch(/shut down/);
+      await blocker.release();
+    });
   });
 });

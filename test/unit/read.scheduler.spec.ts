@@ -167,6 +167,25 @@ describe('read timing of a waiter in line', () => {
     expect(facts.timerLateness()).toBeCloseTo(100, 0);
   });
 
+  it('next in line, reads a round trip and 5 ms apart at most for two seconds of an overdue release, then 100 ms apart', () => {
+    for (const facts of [history({ holdMs: 20, roundTripMs: 4 }), history({ holdMs: 0, roundTripMs: 4 })]) {
+      const pausesFrom = (start: number) => {
+        const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
+        schedule.noteView(held(5), 0, 6);
+        let now = start;
+        return Array.from({ length: 40 }, () => {
+          const pause = schedule.delay(now, { ...farPlan(6), far: false });
+          now += pause;
+          return pause;
+        });
+      };
+      // Half a second overdue: the pauses grow from a few ms, and stop growing at 9 ms (a round trip and 5 ms).
+      expect(Math.max(...pausesFrom(500))).toBeCloseTo(9);
+      // Ten seconds overdue (a long job's holder): they grow on to 100 ms, ten reads a second.
+      expect(Math.max(...pausesFrom(10_000))).toBeCloseTo(100);
+    }
+  });
+
   it('with no hold known to this process, times its reads by the last hold written in the item', () => {
     // The holder took the lock free (no release in the item since), after holding it 1 s before.
     const schedule = new ReadScheduler(new KeyHistory(), KEY, 1_000, 0);

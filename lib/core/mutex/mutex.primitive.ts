@@ -219,16 +219,26 @@ export class MutexPrimitive implements LockPrimitive {
 
   async close(error: unknown): Promise<void> {
     this.closed = true;
-    await this.runs.close();
-    await this.queues.close(error);
+    // Watches and waiting callers stop at once; what they still send (a place in line to leave) is
+    // waited for after the held locks are released, not before: the next holders, in other
+    // processes, wait for those releases.
+    const stopping = Promise.all([this.runs.close(), this.queues.close(error)]);
+    const releasing = this.releaseHeld();
+    await stopping;
+    // A waiter served while it stopped (its clean-up found its ticket served) holds now: released too.
+    await Promise.all([releasing, this.releaseHeld()]);
+    // Releases started before (a caller's, a lock whose caller had given up) finish with the client.
+    await this.releaser.idle();
+  }
+
+  /** Releases every lock held now (shutdown), whatever each release ends with. */
+  private async releaseHeld(): Promise<void> {
     const held = this.keeper.all();
     // A run cut short by the shutdown did not end well (one that returned said so already).
     for (const lease of held) if (lease.fire !== undefined) lease.fireOutcome ??= 'failed';
     // Code still running under these locks must stop before another owner can take them.
     for (const lease of held) lease.controller.abort(new LockLostError(RELEASED_AT_SHUTDOWN(lease.lock.key), lease.lock.key, 'shutdown'));
     await Promise.allSettled(held.map((lease) => this.releaser.release(lease.lock)));
-    // Releases started before (a caller's, a lock whose caller had given up) finish with the client.
-    await this.releaser.idle();
   }
 
   /** Stops the heartbeat timer, once nothing is held any more. */

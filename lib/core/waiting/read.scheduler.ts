@@ -7,10 +7,22 @@ const FIRST_POLL_MS = 5;
 /** Growth of the pause while a release is overdue or nothing is known. */
 const POLL_GROWTH = 1.5;
 /**
- * Longest pause of the waiter next in line while the holder's release is overdue: a holder that
- * stops gracefully (a release) is noticed within about this, at ten reads a second at most.
+ * Longest pause of the waiter next in line while the holder's release is overdue, beyond a round
+ * trip: a release sent at any moment (a graceful stop, a hold longer than usual) is seen within
+ * two round trips and this (its write lands half a round trip after it is sent, the next read
+ * arrives at most a pause later, its answer half a round trip after that). The price: that
+ * waiter's reads, mostly eventually consistent, for as long as the release is overdue.
  */
-const NEXT_IN_LINE_POLL_MS = 100;
+const NEXT_IN_LINE_SLACK_MS = 5;
+/**
+ * How long the waiter next in line reads that closely once the release is overdue: a release that
+ * comes later than that (a long job stopped at some moment) is seen within a round trip and
+ * {@link BEHIND_POLL_MS}, so a holder far past its usual hold costs its waiter ten reads a second,
+ * not a hundred, and one overdue release at most this long of close reads.
+ */
+const NEXT_IN_LINE_CLOSE_MS = 2_000;
+/** Further back while the release ahead is overdue (and next in line once it is long overdue), reads are at least this far apart (the line moves a turn at a time). */
+const BEHIND_POLL_MS = 100;
 /** A holder's start read from the item's wall-clock times is trusted only this far ahead of this host's clock, and this old at most. */
 const PLAUSIBLE_SKEW_MS = 50;
 const MAX_HINT_AGE_MS = 60_000;
@@ -65,7 +77,8 @@ export interface ReadPlan {
  * whether the read must be strongly consistent. What a read shows is the acquisition's to judge.
  *
  * - Next in line: just after the release that serves it lands, then briefly and growing while
- *   that release is overdue (every 100 ms at most, so a graceful stop is noticed quickly).
+ *   that release is overdue (a round trip and a few ms apart at most for its first two seconds
+ *   overdue, so a graceful stop is noticed within about two round trips; then 100 ms apart).
  * - Near its turn: when the releases ahead of it are due, a turn of the line each.
  * - Far back: eventually consistent timing reads at the pace the line was seen moving, each
  *   aiming at a tenth of the way still ahead (at least three turns early).
@@ -272,8 +285,8 @@ export class ReadScheduler {
     const fastest = Math.max((position - 1) * this.cycleMs(hold ?? 0), overdue / 8);
     const cap =
       position <= 1
-        ? Math.min(NEXT_IN_LINE_POLL_MS, this.maxPollMs)
-        : Math.min(this.maxPollMs, plan.farReadMs, Math.max(NEXT_IN_LINE_POLL_MS, fastest));
+        ? Math.min(overdue <= NEXT_IN_LINE_CLOSE_MS ? this.rttMs + NEXT_IN_LINE_SLACK_MS : BEHIND_POLL_MS, this.maxPollMs)
+        : Math.min(this.maxPollMs, plan.farReadMs, Math.max(BEHIND_POLL_MS, fastest));
     const base = hold === undefined ? FIRST_POLL_MS : position <= 1 ? POLL_MIN_MS : Math.max(POLL_MIN_MS, this.cycleMs(hold) / 4);
     return Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
   }
