@@ -186,6 +186,26 @@ describe('read timing of a waiter in line', () => {
     }
   });
 
+  it('next in line behind a holder whose start in the item is over a minute old, reads 100 ms apart from the first read (no close reads)', () => {
+    for (const facts of [history({ holdMs: 20, roundTripMs: 4 }), new KeyHistory()]) {
+      const pausesWith = (acquiredAgoMs: number) => {
+        const schedule = new ReadScheduler(facts, KEY, 1_000, 0);
+        schedule.noteView(held(5, { acquiredAt: Date.now() - acquiredAgoMs }), 0, 6);
+        let now = 0;
+        return Array.from({ length: 40 }, () => {
+          const pause = schedule.delay(now, { ...farPlan(6), far: false });
+          now += pause;
+          return pause;
+        });
+      };
+      // A minute and more: the pauses grow to 100 ms, as two seconds into an overdue release.
+      expect(Math.max(...pausesWith(61_000))).toBeCloseTo(100);
+      expect(Math.max(...pausesWith(3_600_000))).toBeCloseTo(100);
+      // Half a minute: its start is trusted, and the release is overdue for close reads.
+      expect(Math.max(...pausesWith(30_000))).toBeLessThanOrEqual(100);
+    }
+  });
+
   it('with no hold known to this process, times its reads by the last hold written in the item', () => {
     // The holder took the lock free (no release in the item since), after holding it 1 s before.
     const schedule = new ReadScheduler(new KeyHistory(), KEY, 1_000, 0);

@@ -1,59 +1,23 @@
 import { isHeld, type LockRecord } from '../../store/mutex/mutex.record';
 import type { KeyHistory } from '../engine/key-history';
-
-/** Shortest pause between polls, and the first one when nothing is known about the holder. */
-const POLL_MIN_MS = 2;
-const FIRST_POLL_MS = 5;
-/** Growth of the pause while a release is overdue or nothing is known. */
-const POLL_GROWTH = 1.5;
-/**
- * Longest pause of the waiter next in line while the holder's release is overdue, beyond a round
- * trip: a release sent at any moment (a graceful stop, a hold longer than usual) is seen within
- * two round trips and this (its write lands half a round trip after it is sent, the next read
- * arrives at most a pause later, its answer half a round trip after that). The price: that
- * waiter's reads, mostly eventually consistent, for as long as the release is overdue.
- */
-const NEXT_IN_LINE_SLACK_MS = 5;
-/**
- * How long the waiter next in line reads that closely once the release is overdue: a release that
- * comes later than that (a long job stopped at some moment) is seen within a round trip and
- * {@link BEHIND_POLL_MS}, so a holder far past its usual hold costs its waiter ten reads a second,
- * not a hundred, and one overdue release at most this long of close reads.
- */
-const NEXT_IN_LINE_CLOSE_MS = 2_000;
-/** Further back while the release ahead is overdue (and next in line once it is long overdue), reads are at least this far apart (the line moves a turn at a time). */
-const BEHIND_POLL_MS = 100;
-/** A holder's start read from the item's wall-clock times is trusted only this far ahead of this host's clock, and this old at most. */
-const PLAUSIBLE_SKEW_MS = 50;
-const MAX_HINT_AGE_MS = 60_000;
-/** A promoted waiter that learned it later than this after the release (by wall clocks) says nothing about the usual delay. */
-const MAX_PROMOTION_DELAY_MS = 1_000;
-/**
- * A promotion delay counts at most this many round trips: a waiter that read late (its own timing)
- * would otherwise teach the others to time their reads later still.
- */
-const PROMOTION_DELAY_RTTS = 3;
-/**
- * Beyond this many tickets ahead, a waiter is far back: it times its reads by the pace it saw the
- * line move at, and they are eventually consistent (half the price).
- */
-const FAR_TURNS = 4;
-/** Far back, a read aims at this share of the place in line still ahead, and at least three turns early: the margin for a pace that changes. */
-const FAR_AIM = 0.1;
-const FAR_AIM_MIN = 3;
-/**
- * The pace measured is taken at most this many turns of usual hold and round trips (a stall seen
- * must not slow reads for good); far back, from a single span, at most one.
- */
-const PACE_LIMIT = 2;
-/**
- * The line's pace is the fastest of this many spans measured last: a stall slows the span it
- * falls in, never speeds one up, and a waiter that takes a slow span for the pace sleeps past
- * its turn, which stalls the line again.
- */
-const PACE_SPANS = 3;
-/** A line seen standing still for this many usual turns stalled (a far-back waiter reads that far apart only when it moves slower). */
-const STILL_TURNS = 8;
+import {
+  POLL_MIN_MS,
+  FIRST_POLL_MS,
+  POLL_GROWTH,
+  NEXT_IN_LINE_SLACK_MS,
+  NEXT_IN_LINE_CLOSE_MS,
+  BEHIND_POLL_MS,
+  PLAUSIBLE_SKEW_MS,
+  MAX_HINT_AGE_MS,
+  MAX_PROMOTION_DELAY_MS,
+  PROMOTION_DELAY_RTTS,
+  FAR_TURNS,
+  FAR_AIM,
+  FAR_AIM_MIN,
+  PACE_LIMIT,
+  PACE_SPANS,
+  STILL_TURNS,
+} from './read.timing';
 
 /** What the schedule needs to know of the waiter at the moment it is asked. */
 export interface ReadPlan {
@@ -88,6 +52,8 @@ export class ReadScheduler {
   private holderHead: number | undefined;
   /** When the holder seen most likely got the lock (monotonic). */
   private holderSince = 0;
+  /** The holder's start in the item is older than a hint is trusted: it has held long, so its release gets no close reads. */
+  private holderLongSince = false;
   /** The first view that showed the line while the waiter was far back, to measure the line's pace from. */
   private paceFrom: { head: number; at: number; ticket: number } | undefined;
   /** The time per ticket served over the last few spans (far back, the waiter's own reads do not pace the line). */
@@ -285,7 +251,10 @@ export class ReadScheduler {
     const fastest = Math.max((position - 1) * this.cycleMs(hold ?? 0), overdue / 8);
     const cap =
       position <= 1
-        ? Math.min(overdue <= NEXT_IN_LINE_CLOSE_MS ? this.rttMs + NEXT_IN_LINE_SLACK_MS : BEHIND_POLL_MS, this.maxPollMs)
+        ? Math.min(
+            overdue <= NEXT_IN_LINE_CLOSE_MS && !this.holderLongSince ? this.rttMs + NEXT_IN_LINE_SLACK_MS : BEHIND_POLL_MS,
+            this.maxPollMs,
+          )
         : Math.min(this.maxPollMs, plan.farReadMs, Math.max(BEHIND_POLL_MS, fastest));
     const base = hold === undefined ? FIRST_POLL_MS : position <= 1 ? POLL_MIN_MS : Math.max(POLL_MIN_MS, this.cycleMs(hold) / 4);
     return Math.min(cap, base * POLL_GROWTH ** this.pollStreak++);
@@ -314,6 +283,7 @@ export class ReadScheduler {
     const holderId = record.token ?? (isHeld(record) ? `ticket ${record.head}` : undefined);
     if (holderId !== this.holderId) {
       this.holderSince = this.startHint(record, now) ?? this.changeTime(now, record.head);
+      this.holderLongSince = this.startedLongAgo(record, now);
       this.holderId = holderId;
       this.holderHead = record.head;
       this.pollStreak = 0;
@@ -373,6 +343,12 @@ export class ReadScheduler {
     const promoted = this.history.promotionDelay(this.key) ?? this.rttMs;
     const at = now - (Date.now() - wall) + (record.token ? 0 : promoted);
     return at > now + PLAUSIBLE_SKEW_MS || at < now - MAX_HINT_AGE_MS ? undefined : Math.min(at, now);
+  }
+
+  /** Whether the item says its holder started longer ago than a start hint is trusted ({@link startHint}). */
+  private startedLongAgo(record: LockRecord, now: number): boolean {
+    const wall = record.token ? record.acquiredAt : record.updatedAt;
+    return wall !== undefined && now - (Date.now() - wall) < now - MAX_HINT_AGE_MS;
   }
 
   /**

@@ -55,6 +55,47 @@ class RequestAbort {
   }
 }
 
+/** The SDK's Node.js handlers, which take the minimal signal; any other (`fetch`, a custom one) gets a platform `AbortSignal`. */
+const MINIMAL_SIGNAL_HANDLERS = new Set(['NodeHttpHandler', 'NodeHttp2Handler']);
+const takesMinimal = new WeakMap<DynamoDBClient, boolean>();
+
+/**
+ * Whether the client's HTTP handler is one of the SDK's Node.js handlers, which look at `aborted`
+ * and `onabort` when a signal has no `addEventListener` ({@link RequestAbort}). A `fetch` handler
+ * passes the signal on to `fetch`, which takes a platform `AbortSignal` only; so does any handler
+ * not known here (checked once per client).
+ */
+function takesMinimalSignal(client: DynamoDBClient): boolean {
+  let known = takesMinimal.get(client);
+  if (known === undefined) {
+    const handler: unknown = (client.config as { requestHandler?: unknown }).requestHandler;
+    const name = typeof handler === 'object' && handler !== null ? handler.constructor?.name : undefined;
+    known = name !== undefined && MINIMAL_SIGNAL_HANDLERS.has(name);
+    takesMinimal.set(client, known);
+  }
+  return known;
+}
+
+/** A request's abort: the minimal signal where the client's handler takes it, else a platform one. */
+function requestAbort(client: DynamoDBClient): {
+  signal: RequestAbort | AbortSignal;
+  abort(reason: unknown): void;
+  aborted(): boolean;
+  reason(): unknown;
+} {
+  if (takesMinimalSignal(client)) {
+    const abort = new RequestAbort();
+    return { signal: abort, abort: (reason) => abort.abort(reason), aborted: () => abort.aborted, reason: () => abort.reason };
+  }
+  const controller = new AbortController();
+  return {
+    signal: controller.signal,
+    abort: (reason) => controller.abort(reason),
+    aborted: () => controller.signal.aborted,
+    reason: () => controller.signal.reason as unknown,
+  };
+}
+
 /**
  * Sends one request within `limitMs` (none when `undefined`). The SDK gets an abort signal, and a
  * timer also races it, because the SDK may not look at the signal between its own retries. When
@@ -69,7 +110,7 @@ export async function sendWithinLimit<O extends TimedOutput>(
   limitMs: number | undefined,
   timeoutMessage: (lastAttempt: unknown) => string,
 ): Promise<O> {
-  const abort = new RequestAbort();
+  const abort = requestAbort(client);
   let timer: NodeJS.Timeout | undefined;
   // The error of the SDK's last failed attempt: the time-out's cause when the SDK was retrying.
   let lastAttempt: unknown;
@@ -98,11 +139,11 @@ export async function sendWithinLimit<O extends TimedOutput>(
     { step: 'finalizeRequest', priority: 'normal', name: 'dynamoLockLastAttempt' },
   );
   try {
-    const sent = client.send(sdkCommand, { abortSignal: abort }) as Promise<unknown> as Promise<O>;
+    const sent = client.send(sdkCommand, { abortSignal: abort.signal }) as Promise<unknown> as Promise<O>;
     return await Promise.race([sent, timedOut]);
   } catch (error) {
     // The SDK's own abort error, when it noticed the signal first, is our timeout.
-    if (abort.aborted) throw abort.reason;
+    if (abort.aborted()) throw abort.reason();
     throw error;
   } finally {
     clearTimeout(timer);
