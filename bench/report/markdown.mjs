@@ -197,7 +197,7 @@ export function scenarioTables(report) {
     const systems = LOCKS.filter((s) => r[s]);
     add(
       '6. Scale: one process holding many locks',
-      `${r.ours.locks} locks on distinct keys, held for ${Math.round(r.ours.windowMs / 1000)} s${systems.length > 1 && (r[systems[1]].windowMs < r.ours.windowMs - 1000 || r[systems[1]].locks !== r.ours.locks) ? ` (the others: ${r[systems[1]].locks} locks for ${Math.round(r[systems[1]].windowMs / 1000)} s; figures are per lock, and their time to acquire all is for that number)` : ''} with heartbeats every ${Math.round(r.ours.heartbeatMs / 1000)} s (lease ${r.ours.leaseMs / 1000} s). Heap is after a full GC. Timers: every live setTimeout/setInterval of the process, unref'd ones included, sampled when no request was in flight (the SDK keeps timers per request); ${r.ours.idleTimers} before acquiring.`,
+      `${r.ours.locks} locks on distinct keys, held for ${Math.round(r.ours.windowMs / 1000)} s${systems.length > 1 && (r[systems[1]].windowMs < r.ours.windowMs - 1000 || r[systems[1]].locks !== r.ours.locks) ? ` (the others: ${r[systems[1]].locks} locks for ${Math.round(r[systems[1]].windowMs / 1000)} s; figures are per lock, and their time to acquire all is for that number)` : ''} with heartbeats every ${Math.round(r.ours.heartbeatMs / 1000)} s (lease ${r.ours.leaseMs / 1000} s). Heap is after a full GC. Timers: every live setTimeout/setInterval of the process, unref'd ones included, sampled when no request was in flight (the SDK keeps timers per request); ${r.ours.idleTimers} before acquiring. This table is each system at its largest n; the next one is the whole axis.`,
       table(
         'scale',
         [
@@ -224,6 +224,9 @@ export function scenarioTables(report) {
         systems,
       ),
     );
+    const axis = scaleAxisTable(r, systems);
+    out.push(axis.markdown);
+    checks.push(...axis.checks);
   }
   if (results.waiting) {
     const w = waitingTables(results.waiting, results.crossProcess?.hold20);
@@ -343,6 +346,74 @@ function fencedWritesTable(r) {
   return `### 11. Fenced writes\n\n${note}\n\n${lines.join('\n')}\n`;
 }
 
+/**
+ * Checks `value` against `target` (nothing when either is missing), adds the check to `checks`
+ * and returns the verdict to append to a table cell.
+ */
+function checkCell(checks, scenario, metric, value, target) {
+  if (!target || value === null || value === undefined) return '';
+  const pass = target.pass(value);
+  checks.push({ scenario, metric, value, target: target.text, pass, ...(pass ? {} : { missBy: target.missBy(value) }) });
+  return ` · ${target.text} ${pass ? 'pass' : '**miss**'}`;
+}
+
+/** Targets of the held-locks axis (issue 30), for our figures at every n. */
+const SCALE_TARGETS = { heapBytesPerLock: 2048, eventLoopDelayP99Ms: 20, rateKeptFromSmallestN: 0.9 };
+const kib = (v) => (v === null || v === undefined ? '–' : `${num(v / 1024, 1)} KiB`);
+
+/**
+ * Scenario 6's axis: a row per system and n held. Our rows are checked: heap per lock and
+ * event-loop delay p99 at every n, acquisitions/s at least every other system's at the same n,
+ * and at the largest n at least 90% of ours at the smallest.
+ */
+function scaleAxisTable(r, systems) {
+  const checks = [];
+  const ours = (r.ours.byN ?? []).filter((x) => !x.skipped);
+  const others = systems.filter((s) => s !== 'ours');
+  const head = [
+    'system',
+    'n held',
+    'time to acquire all',
+    'acquisitions/s',
+    'heartbeat writes per lock per interval',
+    'heap per held lock',
+    'event-loop delay p99',
+    'warnings',
+  ];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? ' --- ' : ' ---: ')).join('|')}|`];
+  for (const id of systems) {
+    for (const x of r[id].byN ?? []) {
+      if (x.skipped) {
+        lines.push(`| ${[LABELS[id], num(x.n), `not run: ${x.skipped}`, ...head.slice(3).map(() => '')].join(' | ')} |`);
+        continue;
+      }
+      const check = (metric, value, target) => (id === 'ours' ? checkCell(checks, 'scale', `${metric}, n = ${x.n}`, value, target) : '');
+      const rate = (v) => num(v, 0);
+      const best = Math.max(0, ...others.map((s) => r[s].byN?.find((o) => o.n === x.n)?.acquirePerSecond ?? 0));
+      const kept = x === ours.at(-1) && ours.length > 1 ? SCALE_TARGETS.rateKeptFromSmallestN * ours[0].acquirePerSecond : 0;
+      const cells = [
+        LABELS[id],
+        num(x.n),
+        `${num(x.acquireSeconds, 1)} s`,
+        rate(x.acquirePerSecond) +
+          check('acquisitions/s vs the other systems', x.acquirePerSecond, best > 0 && atLeast(best, rate)) +
+          check(
+            `acquisitions/s vs ${pct(SCALE_TARGETS.rateKeptFromSmallestN)} of ours at n = ${ours[0]?.n}`,
+            x.acquirePerSecond,
+            kept > 0 && atLeast(kept, rate),
+          ),
+        num(x.heartbeatWritesPerLockPerInterval, 3),
+        kib(x.heapBytesPerLock) + check('heap per held lock', x.heapBytesPerLock, atMost(SCALE_TARGETS.heapBytesPerLock, kib)),
+        ms(x.eventLoopDelayP99Ms) + check('event-loop delay p99', x.eventLoopDelayP99Ms, atMost(SCALE_TARGETS.eventLoopDelayP99Ms, ms)),
+        num(x.warnings),
+      ];
+      lines.push(`| ${cells.join(' | ')} |`);
+    }
+  }
+  const note = `The held-locks axis: each system at each n (a fresh process and table per n); n locks acquired 64 at a time, then held for a window. Acquisitions/s is n / the time to acquire all. Our figures are checked at every n: heap per held lock ${atMost(SCALE_TARGETS.heapBytesPerLock, kib).text}, event-loop delay p99 ${atMost(SCALE_TARGETS.eventLoopDelayP99Ms, ms).text}, acquisitions/s at least every other system's at the same n, and at the largest n at least ${pct(SCALE_TARGETS.rateKeptFromSmallestN)} of ours at the smallest.`;
+  return { markdown: `#### 6b. Held-locks axis\n\n${note}\n\n${lines.join('\n')}\n`, checks };
+}
+
 /** Targets of the waiting redesign, per N (absent: none at that N). */
 const WAITING_TARGETS = {
   wcu: { 4: 2.5, 64: 3.5, 200: 3.5 },
@@ -361,19 +432,7 @@ function waitingTables(r, hold20) {
   const checks = [];
   const rows = r.rows;
   const live = rows.filter((x) => !x.skipped);
-  const check = (metric, n, value, target) => {
-    if (!target || value === null || value === undefined) return '';
-    const pass = target.pass(value);
-    checks.push({
-      scenario: 'waiting',
-      metric: n === null ? metric : `${metric}, N = ${n}`,
-      value,
-      target: target.text,
-      pass,
-      ...(pass ? {} : { missBy: target.missBy(value) }),
-    });
-    return ` · ${target.text} ${pass ? 'pass' : '**miss**'}`;
-  };
+  const check = (metric, n, value, target) => checkCell(checks, 'waiting', n === null ? metric : `${metric}, N = ${n}`, value, target);
   const perN = [
     { metric: 'acquisitions counted', get: (x) => x.acquisitions, fmt: num },
     { metric: 'acquisitions/s', get: (x) => x.perSecond, fmt: num },
