@@ -7,7 +7,7 @@
  * for any server), --only=scenario,... , --systems=dlc,raw (ours always runs), --no-docs,
  * --rows=4,64 (only these waiting rows, by N), --held=2000 (the scale scenario at this n, every system).
  * `--only=waiting` also runs the cross-process scenario's 20 ms hold (ours and raw polling): the
- * waiting table takes its throughput row from there.
+ * waiting table takes its throughput row from there; and the other systems' waiting rows (waitingOthers).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +22,7 @@ import * as crossProcess from './scenarios/cross-process.mjs';
 import * as takeover from './scenarios/takeover.mjs';
 import * as scale from './scenarios/scale.mjs';
 import * as waiting from './scenarios/waiting.mjs';
+import * as waitingOthers from './scenarios/waiting-others.mjs';
 import * as leadership from './scenarios/leadership.mjs';
 import * as semaphore from './scenarios/semaphore.mjs';
 import * as scheduledFires from './scenarios/scheduled-fires.mjs';
@@ -84,6 +85,14 @@ const MODES = {
       ],
       graceful: { trials: 1, waitMs: 400, jitterMs: 400 },
       deadWaiters: { trials: 1, k: 3, leaseMs: 1_000, enqueueMs: 250 },
+    },
+    waitingOthers: {
+      systems: ['dlc', 'raw'],
+      processes: 4,
+      holdMs: 20,
+      settleMs: 300,
+      leaseMs: 30_000,
+      rows: { dlc: [{ n: 4, windowMs: 500 }], raw: [{ n: 4, windowMs: 500 }] },
     },
     leadership: { windowMs: 4_000, leaseMs: 2_000, watchMs: 667 },
     semaphore: {
@@ -163,6 +172,24 @@ const MODES = {
       graceful: { trials: 5, waitMs: 1_000, jitterMs: 1_000 },
       deadWaiters: { trials: 3, k: 3, leaseMs: 1_000 },
     },
+    // The waiting axis for the other systems (scenario 7's rows, the same lease as ours there).
+    waitingOthers: {
+      systems: ['dlc', 'raw'],
+      processes: 4,
+      holdMs: 20,
+      settleMs: 2_000,
+      leaseMs: 30_000,
+      rows: {
+        dlc: [
+          { n: 4, windowMs: 10_000 },
+          { n: 64, windowMs: 20_000 },
+        ],
+        raw: [
+          { n: 4, windowMs: 10_000 },
+          { n: 64, windowMs: 20_000 },
+        ],
+      },
+    },
     leadership: { windowMs: 30_000, leaseMs: 2_000, watchMs: 667 },
     semaphore: {
       processes: 4,
@@ -203,6 +230,7 @@ const SCENARIOS = {
   takeover,
   scale,
   waiting,
+  waitingOthers,
   leadership,
   semaphore,
   scheduledFires,
@@ -228,6 +256,16 @@ function planFor(name) {
   if (name === 'waiting' && rowsOnly && selected(name)) {
     const settings = MODES[mode].waiting;
     return { ctx, settings: { ...settings, rows: settings.rows.filter((r) => rowsOnly.includes(String(r.n))) } };
+  }
+  // The other systems' waiting rows run whenever waiting does (the chart's waiting axis), on the same --rows.
+  if (name === 'waitingOthers') {
+    if (!selected('waiting') && !selected(name)) return null;
+    const settings = MODES[mode].waitingOthers;
+    const rows = (list) => list.filter((r) => !rowsOnly || rowsOnly.includes(String(r.n)));
+    return {
+      ctx,
+      settings: { ...settings, rows: Object.fromEntries(Object.entries(settings.rows).map(([id, list]) => [id, rows(list)])) },
+    };
   }
   if (name !== 'crossProcess' || !selected('waiting')) return selected(name) ? { ctx, settings: MODES[mode][name] } : null;
   const settings = MODES[mode].crossProcess;

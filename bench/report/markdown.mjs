@@ -233,6 +233,7 @@ export function scenarioTables(report) {
     out.push(w.markdown);
     checks.push(...w.checks);
   }
+  if (results.waitingOthers) out.push(waitingAxisTable(results.waiting, results.waitingOthers));
   if (results.leadership) {
     const r = results.leadership;
     const o = r.ours;
@@ -571,6 +572,45 @@ function waitingTables(r, hold20) {
 
 const round3 = (v) => Math.round(v * 1000) / 1000;
 
+/**
+ * Scenario 7b: the waiting axis with every system that ran it, a row per system and N (ours from
+ * scenario 7, when it ran), and why a row was not run.
+ */
+function waitingAxisTable(ours, others) {
+  const rows = {
+    ...(ours ? { ours: ours.rows } : {}),
+    ...Object.fromEntries(Object.entries(others.systems).map(([id, o]) => [id, o.rows])),
+  };
+  const head = [
+    'system',
+    'N',
+    'acquisitions/s',
+    'WCU / RCU per acquisition',
+    'write / read requests per acquisition',
+    'smallest share / mean share',
+    'participants without a grant',
+    'event-loop delay p99 in the workers',
+  ];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? ' --- ' : ' ---: ')).join('|')}|`];
+  for (const id of Object.keys(LABELS).filter((s) => rows[s])) {
+    for (const x of rows[id]) {
+      const cells = x.skipped
+        ? [`not run: ${x.skipped}`, ...head.slice(3).map(() => '')]
+        : [
+            num(x.perSecond, 1),
+            `${num(x.wcuPerAcquisition)} / ${num(x.rcuPerAcquisition)}`,
+            `${num(x.writesPerAcquisition)} / ${num(x.readsPerAcquisition)}`,
+            num(x.minShare),
+            num(x.participantsWithoutGrant),
+            `${ms(x.eventLoopP99Ms)}${x.overloaded ? ' (lagged: the row measures the machine as much as the lock)' : ''}`,
+          ];
+      lines.push(`| ${[LABELS[id], num(x.n), ...cells].join(' | ')} |`);
+    }
+  }
+  const note = `Scenario 7's rows for every system that can run them: N participants on one key, each its own lock instance, over up to ${others.processes} processes, each looping acquire → hold ${others.holdMs} ms → release; the same lease for all (${num(others.leaseMs / 1000, 0)} s, heartbeats every third), counted after ${num(others.settleMs / 1000, 1)} s of settling. Capacity as the counting proxy meters it (a failed conditional write is 1 WCU where the server returns no item). dynamodb-lock-client sleeps a whole lease whenever it finds the lock held, so its releaser can take the lock straight back while the others wait out the lease (see participants without a grant); raw polling writes every 25 ms per waiter.`;
+  return `#### 7b. Waiting at scale, every system\n\n${note}\n\n${lines.join('\n')}\n`;
+}
+
 export function docsPage(report, tables) {
   const { meta, checks } = report;
   const misses = checks.filter((c) => !c.pass);
@@ -628,7 +668,8 @@ npm run bench:quick                  # CI smoke test, about a minute; keeps this
 npm run bench -- --dynamodb-local    # against DynamoDB Local (needs Java 17+)
 DYNAMODB_ENDPOINT=http://127.0.0.1:8000 npm run bench   # any local DynamoDB-compatible server (plain HTTP)
 npm run bench -- --only=crossProcess,takeover --systems=raw   # some scenarios, fewer comparators
-npm run bench -- --dynamodb-local --only=waiting   # billed capacity while waiting (+ scenario 3's 20 ms hold)
+npm run bench -- --dynamodb-local --only=waiting   # billed capacity while waiting (+ scenario 3's 20 ms hold, + 7b)
+npm run bench -- --only=scale --held=2000          # the held-locks scenario at one n, every system
 \`\`\`
 
 Every run writes \`bench/results/<mode>-<server>.json\` (the last run of each kind); without \`--no-docs\` it is also
@@ -660,6 +701,13 @@ process plumbing), \`bench/report/\` (tables, this page, the chart).
   dynalite both do for successful requests). A failed conditional write is billed like a write of the item's size:
   from the item returned with the failure (\`ALL_OLD\`; DynamoDB Local returns it), else 1 WCU (dynalite returns
   none). The same figures computed from item sizes (DynamoDB's size rules, approximately) are shown as a cross-check.
+- **The scale axes** (the chart's line panels): *held locks* (scenario 6) runs each system at each n of its list
+  (\`held\` in \`bench/run.mjs\`: ours at 2,000 and 10,000, the others where they finish), a fresh process and
+  table per n; its table 6b and the chart give acquisitions/s (n / the time to acquire all, 64 at a time), heartbeat
+  writes per lock per interval, heap per held lock and event-loop delay p99 per system and n, our figures checked
+  at every n. *Waiting* (scenario 7, and 7b for the other systems) runs N participants on one key per row, the same
+  lease for every system; a row a system cannot run is listed with the reason. \`--held=N\` runs every system at
+  that one n; \`--rows=4,64\` limits the waiting rows of every system.
 - Absolute figures depend on this machine and on a local server with ~1 ms round trips; the ratios are what
   carries over. DynamoDB itself has RTTs of several milliseconds, which makes polling relatively cheaper in requests
   per second but not in requests per acquisition.
