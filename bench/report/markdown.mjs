@@ -385,7 +385,7 @@ function scaleAxisTable(r, systems) {
   for (const id of systems) {
     for (const x of r[id].byN ?? []) {
       if (x.skipped) {
-        lines.push(`| ${[LABELS[id], num(x.n), `not run: ${x.skipped}`, ...head.slice(3).map(() => '')].join(' | ')} |`);
+        lines.push(`| ${[LABELS[id], num(x.n), x.skipped, ...head.slice(3).map(() => '')].join(' | ')} |`);
         continue;
       }
       const check = (metric, value, target) => (id === 'ours' ? checkCell(checks, 'scale', `${metric}, n = ${x.n}`, value, target) : '');

@@ -18,21 +18,23 @@ import { createTable, openSystem } from '../systems/index.mjs';
 
 /**
  * Runs the scale scenario: for each system of `systems` (that this run compares), one worker per
- * entry of `held[id]` (`[{ n, windowMs }]`, smallest n first; `{ n, skip: 'why' }` is not run)
- * holds n locks for the window. Returns per system the figures at its largest n run (what the
- * tables and checks have always read) and `byN`: the axis, one row per n.
+ * entry of `held[id]` (`[{ n, windowMs, acquireWithinMs? }]`, smallest n first; `{ n, skip: 'why' }`
+ * is not run) holds n locks for the window; a worker that has not acquired its n locks within
+ * `acquireWithinMs` is stopped and its row says so. Returns per system the figures at its largest
+ * n measured (what the tables and checks have always read) and `byN`: the axis, one row per n.
  */
 export async function run(ctx, { systems, held, leaseMs }) {
   const out = {};
   for (const id of systems.filter((s) => ctx.locks.includes(s))) {
     const byN = [];
     let largest;
-    for (const { n, windowMs, skip } of held[id]) {
-      if (skip) {
-        byN.push({ n, skipped: skip });
+    for (const { n, windowMs, skip, acquireWithinMs = 600_000 } of held[id]) {
+      const measured = skip ? null : await measure(ctx, id, { n, windowMs, leaseMs, acquireWithinMs });
+      if (!measured) {
+        byN.push({ n, skipped: skip ? `not run: ${skip}` : `stopped: not all ${n} locks acquired within ${acquireWithinMs / 1000} s` });
         continue;
       }
-      largest = await measure(ctx, id, { n, windowMs, leaseMs });
+      largest = measured;
       byN.push({
         n,
         windowMs: largest.windowMs,
@@ -49,8 +51,11 @@ export async function run(ctx, { systems, held, leaseMs }) {
   return out;
 }
 
-/** One system at one n: a fresh table and worker; acquire n locks, then hold them for the window. */
-async function measure(ctx, id, { n, windowMs, leaseMs }) {
+/**
+ * One system at one n: a fresh table and worker; acquire n locks, then hold them for the window.
+ * Null when the n locks were not acquired within `acquireWithinMs`.
+ */
+async function measure(ctx, id, { n, windowMs, leaseMs, acquireWithinMs }) {
   const heartbeatMs = Math.round(leaseMs / 3);
   const table = ctx.table(`s6-${id}-${n}`);
   await createTable(ctx.admin, id, table);
@@ -59,7 +64,14 @@ async function measure(ctx, id, { n, windowMs, leaseMs }) {
     { role: 's6', system: id, endpoint: ctx.proxy.endpoint, table, n, windowMs, leaseMs, heartbeatMs },
     { execArgv: ['--expose-gc'] },
   );
-  const acquired = await worker.next('acquired', 600_000);
+  const pending = worker.next('acquired', acquireWithinMs + 1_000);
+  const acquired = await Promise.race([pending, sleep(acquireWithinMs, null)]);
+  if (!acquired) {
+    pending.catch(() => undefined); // rejected as the worker is killed
+    worker.kill('SIGKILL');
+    await worker.exited;
+    return null;
+  }
   const before = await ctx.proxy.counts();
   worker.send('window');
   const measured = await worker.next('measured', windowMs + 120_000);
