@@ -164,7 +164,9 @@ function linePanel(p, x0, y0) {
     const lo = Math.log10(Math.min(...all, 1) / 1.5);
     const hi = Math.log10(Math.max(...all, 1) * 1.5);
     y = (v) => y0 + top + plotH - ((Math.log10(v) - lo) / (hi - lo)) * plotH;
-    for (let d = Math.ceil(lo); d <= Math.floor(hi); d++) ticks.push(10 ** d);
+    // Grid lines at 1, 2 and 5 of each decade in range.
+    for (let d = Math.floor(lo); d <= Math.ceil(hi); d++)
+      ticks.push(...[1, 2, 5].map((m) => m * 10 ** d).filter((v) => v >= 10 ** lo && v <= 10 ** hi));
   } else {
     const max = Math.max(...all, 1e-9) * 1.2;
     y = (v) => y0 + top + plotH - (v / max) * plotH;
