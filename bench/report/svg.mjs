@@ -74,14 +74,15 @@ const WAITING_TARGETS = { wcu: { 4: 2.5, 64: 3.5, 200: 3.5 }, rcu: { 4: 3, 64: 4
 const HEAP_PER_LOCK_TARGET_KIB = 2;
 
 /**
- * A series per system over the union of the systems' x values: `rows[id]` is that system's
- * rows (`x` and `value` read by the given functions), `target(x)` our target at x, if any.
+ * A line per system over the union of the systems' n: `rows[id]` is that system's rows (`n`, and
+ * `skipped` for a row not measured, left out), `value(row)` its figure, `target(n)` ours at n, if any.
  */
-function systemSeries(rows, { x, value, target = () => null }) {
-  const ids = SYSTEMS.filter((id) => rows[id]?.length);
-  const xs = [...new Set(ids.flatMap((id) => rows[id].map(x)))].sort((a, b) => a - b);
+function systemSeries(rows, value, target = () => null) {
+  const measured = Object.fromEntries(Object.entries(rows).map(([id, list]) => [id, list.filter((row) => !row.skipped)]));
+  const ids = SYSTEMS.filter((id) => measured[id]?.length);
+  const xs = [...new Set(ids.flatMap((id) => measured[id].map((row) => row.n)))].sort((a, b) => a - b);
   const series = ids.map((id) => {
-    const at = (n) => rows[id].find((row) => x(row) === n);
+    const at = (n) => measured[id].find((row) => row.n === n);
     return {
       label: NAMES[id],
       color: COLORS[id],
@@ -97,10 +98,10 @@ function systemSeries(rows, { x, value, target = () => null }) {
  * waiting-others): WCU and RCU per acquisition, and acquisitions/s, against N.
  */
 function waitingPanels(ours, others) {
-  if (!ours) return [];
-  const rows = { ...Object.fromEntries(Object.entries(others?.systems ?? {}).map(([id, o]) => [id, o.rows])), ours: ours.rows };
-  const live = Object.fromEntries(Object.entries(rows).map(([id, list]) => [id, list.filter((row) => !row.skipped)]));
-  const per = (value, target) => systemSeries(live, { x: (row) => row.n, value, target });
+  const rows = {
+    ...Object.fromEntries(Object.entries(others?.systems ?? {}).map(([id, o]) => [id, o.rows])),
+    ...(ours ? { ours: ours.rows } : {}),
+  };
   const xLabel = (n) => `N = ${n}`;
   return [
     {
@@ -108,7 +109,8 @@ function waitingPanels(ours, others) {
       log: true,
       xLabel,
       title: 'Waiting at scale: WCU per acquisition (log; lower is better)',
-      ...per(
+      ...systemSeries(
+        rows,
         (row) => row.wcuPerAcquisition,
         (n) => WAITING_TARGETS.wcu[n] ?? null,
       ),
@@ -118,28 +120,28 @@ function waitingPanels(ours, others) {
       log: true,
       xLabel,
       title: 'Waiting at scale: RCU per acquisition (log; lower is better)',
-      ...per(
+      ...systemSeries(
+        rows,
         (row) => row.rcuPerAcquisition,
         (n) => WAITING_TARGETS.rcu[n] ?? null,
       ),
     },
-    { kind: 'lines', xLabel, title: 'Waiting at scale: acquisitions/s (higher is better)', ...per((row) => row.perSecond) },
+    { kind: 'lines', xLabel, title: 'Waiting at scale: acquisitions/s (higher is better)', ...systemSeries(rows, (row) => row.perSecond) },
   ];
 }
 
 /** The held-locks axis (scenario 6): acquisitions/s and heap per held lock against n held. */
 function heldPanels(scale) {
-  if (!scale) return [];
-  const rows = Object.fromEntries(Object.entries(scale).map(([id, o]) => [id, (o.byN ?? []).filter((row) => !row.skipped)]));
-  const per = (value, target) => systemSeries(rows, { x: (row) => row.n, value, target });
+  const rows = Object.fromEntries(Object.entries(scale ?? {}).map(([id, o]) => [id, o.byN ?? []]));
   const xLabel = (n) => `${n.toLocaleString('en')} held`;
   return [
-    { kind: 'lines', xLabel, title: 'Held locks: acquisitions/s (higher is better)', ...per((row) => row.acquirePerSecond) },
+    { kind: 'lines', xLabel, title: 'Held locks: acquisitions/s (higher is better)', ...systemSeries(rows, (row) => row.acquirePerSecond) },
     {
       kind: 'lines',
       xLabel,
       title: 'Held locks: heap per held lock, KiB (lower is better)',
-      ...per(
+      ...systemSeries(
+        rows,
         (row) => row.heapBytesPerLock / 1024,
         () => HEAP_PER_LOCK_TARGET_KIB,
       ),
