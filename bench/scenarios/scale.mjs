@@ -2,8 +2,8 @@
  * Scenario 6: scale. One process (started with --expose-gc, nothing else in it) acquires n
  * locks on distinct keys and holds them with heartbeats for a window, for each n of the axis
  * (a fresh process and table per n). Measured: acquisitions per second (n / the time to acquire
- * all, 64 at a time), heartbeat writes per lock per interval in the window (from the proxy: should be exactly 1),
- * event-loop delay p99 (perf_hooks.monitorEventLoopDelay), heap per held lock (heapUsed
+ * all, 64 at a time), heartbeat writes per lock per interval in the window (from the proxy:
+ * should be exactly 1), event-loop delay p99 (perf_hooks.monitorEventLoopDelay), heap per held lock (heapUsed
  * after − before, both after a full GC, / n), and active timers
  * (every live setTimeout/setInterval, unref'd ones included, sampled every 20 ms when no
  * request is in flight, largest sample).
