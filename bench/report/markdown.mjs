@@ -397,9 +397,9 @@ function scaleAxisTable(r, systems) {
         num(x.n),
         `${num(x.acquireSeconds, 1)} s`,
         rate(x.acquirePerSecond) +
-          check('acquisitions/s vs the other systems', x.acquirePerSecond, best > 0 && atLeast(best, rate)) +
+          check('acquisitions/s (≥ the other systems at the same n)', x.acquirePerSecond, best > 0 && atLeast(best, rate)) +
           check(
-            `acquisitions/s vs ${pct(SCALE_TARGETS.rateKeptFromSmallestN)} of ours at n = ${ours[0]?.n}`,
+            `acquisitions/s (≥ ${pct(SCALE_TARGETS.rateKeptFromSmallestN)} of ours at n = ${ours[0]?.n})`,
             x.acquirePerSecond,
             kept > 0 && atLeast(kept, rate),
           ),

@@ -191,7 +191,7 @@ function linePanel(p, x0, y0) {
     parts.push(`<text x="${x0 + left - 6}" y="${y(v) + 3}" class="m">${+v.toPrecision(3)}</text>`);
   }
   p.xs.forEach((n, i) => parts.push(`<text x="${x(i)}" y="${y0 + top + plotH + 15}" class="g">${esc(p.xLabel(n))}</text>`));
-  for (const s of p.series) {
+  p.series.forEach((s, si) => {
     const points = s.values.map((v, i) => (plotted(v) ? [x(i), y(v), v, i] : null)).filter(Boolean);
     if (points.length > 1) {
       parts.push(
@@ -201,11 +201,13 @@ function linePanel(p, x0, y0) {
     for (const [px, py, v, i] of points) {
       parts.push(`<circle cx="${px}" cy="${py}" r="3" fill="${s.color}"><title>${esc(s.label)}: ${fmt(v)}</title></circle>`);
       // Labelled above the point where this series is the highest at this x, below where it is the
-      // lowest, else to its right, so that the labels of up to three series stay apart.
-      const others = p.series.filter((o) => o !== s && plotted(o.values[i])).map((o) => o.values[i]);
-      const [lx, ly, anchor] = others.every((o) => o <= v)
+      // lowest, else to its right, so that the labels of up to three series stay apart (on a tie,
+      // the series listed first counts as the higher).
+      const higher = (o, oi) => o.values[i] > v || (o.values[i] === v && oi < si);
+      const others = p.series.map((o, oi) => [o, oi]).filter(([o]) => o !== s && plotted(o.values[i]));
+      const [lx, ly, anchor] = others.every(([o, oi]) => !higher(o, oi))
         ? [px, py - 7, 'middle']
-        : others.every((o) => o >= v)
+        : others.every(([o, oi]) => higher(o, oi))
           ? [px, py + 14, 'middle']
           : [px + 6, py + 3, 'start'];
       parts.push(`<text x="${lx}" y="${ly}" class="v" fill="${s.color}" style="text-anchor:${anchor}">${fmt(v)}</text>`);
@@ -216,7 +218,7 @@ function linePanel(p, x0, y0) {
         `<line x1="${x(i) - 12}" x2="${x(i) + 12}" y1="${y(t)}" y2="${y(t)}" class="target"><title>${esc(s.label)} target ${fmt(t)}</title></line>`,
       );
     });
-  }
+  });
   return parts.join('\n');
 }
 
