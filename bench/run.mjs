@@ -68,7 +68,7 @@ const MODES = {
       systems: ['ours'],
       held: {
         ours: [
-          { n: 500, windowMs: 4_000 },
+          { n: 250, windowMs: 2_000 },
           { n: 1_000, windowMs: 4_000 },
         ],
       },
