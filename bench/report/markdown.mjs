@@ -195,9 +195,10 @@ export function scenarioTables(report) {
   if (results.scale) {
     const r = results.scale;
     const systems = LOCKS.filter((s) => r[s]);
+    const differing = systems.filter((s) => s !== 'ours' && (r[s].windowMs < r.ours.windowMs - 1000 || r[s].locks !== r.ours.locks));
     add(
       '6. Scale: one process holding many locks',
-      `${r.ours.locks} locks on distinct keys, held for ${Math.round(r.ours.windowMs / 1000)} s${systems.length > 1 && (r[systems[1]].windowMs < r.ours.windowMs - 1000 || r[systems[1]].locks !== r.ours.locks) ? ` (the others: ${r[systems[1]].locks} locks for ${Math.round(r[systems[1]].windowMs / 1000)} s; figures are per lock, and their time to acquire all is for that number)` : ''} with heartbeats every ${Math.round(r.ours.heartbeatMs / 1000)} s (lease ${r.ours.leaseMs / 1000} s). Heap is after a full GC. Timers: every live setTimeout/setInterval of the process, unref'd ones included, sampled when no request was in flight (the SDK keeps timers per request); ${r.ours.idleTimers} before acquiring. This table is each system at its largest n; the next one is the whole axis.`,
+      `${r.ours.locks} locks on distinct keys, held for ${Math.round(r.ours.windowMs / 1000)} s${differing.length ? ` (${differing.map((s) => `${LABELS[s]}: ${r[s].locks} locks for ${Math.round(r[s].windowMs / 1000)} s`).join('; ')}; figures are per lock, and the time to acquire all is for that number)` : ''} with heartbeats every ${Math.round(r.ours.heartbeatMs / 1000)} s (lease ${r.ours.leaseMs / 1000} s). Heap is after a full GC. Timers: every live setTimeout/setInterval of the process, unref'd ones included, sampled when no request was in flight (the SDK keeps timers per request); ${r.ours.idleTimers} before acquiring. This table is each system at its largest n; the next one is the whole axis.`,
       table(
         'scale',
         [
