@@ -218,9 +218,10 @@ export function scenarioTables(report) {
   if (results.scale) {
     const r = results.scale;
     const systems = LOCKS.filter((s) => r[s]);
+    const differing = systems.filter((s) => s !== 'ours' && (r[s].windowMs < r.ours.windowMs - 1000 || r[s].locks !== r.ours.locks));
     add(
       '6. Scale: one process holding many locks',
-      `${r.ours.locks} locks on distinct keys, held for ${Math.round(r.ours.windowMs / 1000)} s${systems.length > 1 && (r[systems[1]].windowMs < r.ours.windowMs - 1000 || r[systems[1]].locks !== r.ours.locks) ? ` (the others: ${r[systems[1]].locks} locks for ${Math.round(r[systems[1]].windowMs / 1000)} s; figures are per lock, and their time to acquire all is for that number)` : ''} with heartbeats every ${Math.round(r.ours.heartbeatMs / 1000)} s (lease ${r.ours.leaseMs / 1000} s). Heap is after a full GC. Timers: every live setTimeout/setInterval of the process, unref'd ones included, sampled when no request was in flight (the SDK keeps timers per request); ${r.ours.idleTimers} before acquiring. Event-loop delay: how late a 10 ms sampling timer fired (its period taken off).`,
+      `${r.ours.locks} locks on distinct keys, held for ${Math.round(r.ours.windowMs / 1000)} s${differing.length ? ` (${differing.map((s) => `${LABELS[s]}: ${r[s].locks} locks for ${Math.round(r[s].windowMs / 1000)} s`).join('; ')}; figures are per lock, and the time to acquire all is for that number)` : ''} with heartbeats every ${Math.round(r.ours.heartbeatMs / 1000)} s (lease ${r.ours.leaseMs / 1000} s). Heap is after a full GC. Timers: every live setTimeout/setInterval of the process, unref'd ones included, sampled when no request was in flight (the SDK keeps timers per request); ${r.ours.idleTimers} before acquiring. Event-loop delay: how late a 10 ms sampling timer fired (its period taken off). This table is each system at its largest n; the next one is the whole axis.`,
       table(
         'scale',
         [
@@ -247,12 +248,16 @@ export function scenarioTables(report) {
         systems,
       ),
     );
+    const axis = scaleAxisTable(r, systems);
+    out.push(axis.markdown);
+    checks.push(...axis.checks);
   }
   if (results.waiting) {
     const w = waitingTables(results.waiting, results.crossProcess?.hold20);
     out.push(w.markdown);
     checks.push(...w.checks);
   }
+  if (results.waitingOthers) out.push(waitingAxisTable(results.waiting, results.waitingOthers));
   if (results.leadership) {
     const r = results.leadership;
     const o = r.ours;
@@ -366,6 +371,74 @@ function fencedWritesTable(r) {
   return `### 11. Fenced writes\n\n${note}\n\n${lines.join('\n')}\n`;
 }
 
+/**
+ * Checks `value` against `target` (nothing when either is missing), adds the check to `checks`
+ * and returns the verdict to append to a table cell.
+ */
+function checkCell(checks, scenario, metric, value, target) {
+  if (!target || value === null || value === undefined) return '';
+  const pass = target.pass(value);
+  checks.push({ scenario, metric, value, target: target.text, pass, ...(pass ? {} : { missBy: target.missBy(value) }) });
+  return ` · ${target.text} ${pass ? 'pass' : '**miss**'}`;
+}
+
+/** Targets of the held-locks axis (issue 30), for our figures at every n. */
+const SCALE_TARGETS = { heapBytesPerLock: 2048, eventLoopDelayP99Ms: 20, rateKeptFromSmallestN: 0.9 };
+const kib = (v) => (v === null || v === undefined ? '–' : `${num(v / 1024, 1)} KiB`);
+
+/**
+ * Scenario 6's axis: a row per system and n held. Our rows are checked: heap per lock and
+ * event-loop delay p99 at every n, acquisitions/s at least every other system's at the same n,
+ * and at the largest n at least 90% of ours at the smallest.
+ */
+function scaleAxisTable(r, systems) {
+  const checks = [];
+  const ours = (r.ours.byN ?? []).filter((x) => !x.skipped);
+  const others = systems.filter((s) => s !== 'ours');
+  const head = [
+    'system',
+    'n held',
+    'time to acquire all',
+    'acquisitions/s',
+    'heartbeat writes per lock per interval',
+    'heap per held lock',
+    'event-loop delay p99',
+    'warnings',
+  ];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? ' --- ' : ' ---: ')).join('|')}|`];
+  for (const id of systems) {
+    for (const x of r[id].byN ?? []) {
+      if (x.skipped) {
+        lines.push(`| ${[LABELS[id], num(x.n), x.skipped, ...head.slice(3).map(() => '')].join(' | ')} |`);
+        continue;
+      }
+      const check = (metric, value, target) => (id === 'ours' ? checkCell(checks, 'scale', `${metric}, n = ${x.n}`, value, target) : '');
+      const rate = (v) => num(v, 0);
+      const best = Math.max(0, ...others.map((s) => r[s].byN?.find((o) => o.n === x.n)?.acquirePerSecond ?? 0));
+      const kept = x === ours.at(-1) && ours.length > 1 ? SCALE_TARGETS.rateKeptFromSmallestN * ours[0].acquirePerSecond : 0;
+      const cells = [
+        LABELS[id],
+        num(x.n),
+        `${num(x.acquireSeconds, 1)} s`,
+        rate(x.acquirePerSecond) +
+          check('acquisitions/s (≥ the other systems at the same n)', x.acquirePerSecond, best > 0 && atLeast(best, rate)) +
+          check(
+            `acquisitions/s (≥ ${pct(SCALE_TARGETS.rateKeptFromSmallestN)} of ours at n = ${ours[0]?.n})`,
+            x.acquirePerSecond,
+            kept > 0 && atLeast(kept, rate),
+          ),
+        num(x.heartbeatWritesPerLockPerInterval, 3),
+        kib(x.heapBytesPerLock) + check('heap per held lock', x.heapBytesPerLock, atMost(SCALE_TARGETS.heapBytesPerLock, kib)),
+        ms(x.eventLoopDelayP99Ms) + check('event-loop delay p99', x.eventLoopDelayP99Ms, atMost(SCALE_TARGETS.eventLoopDelayP99Ms, ms)),
+        num(x.warnings),
+      ];
+      lines.push(`| ${cells.join(' | ')} |`);
+    }
+  }
+  const note = `The held-locks axis: each system at each n (a fresh process and table per n); n locks acquired 64 at a time, then held for a window. Acquisitions/s is n / the time to acquire all. Our figures are checked at every n: heap per held lock ${atMost(SCALE_TARGETS.heapBytesPerLock, kib).text}, event-loop delay p99 ${atMost(SCALE_TARGETS.eventLoopDelayP99Ms, ms).text}, acquisitions/s at least every other system's at the same n, and at the largest n at least ${pct(SCALE_TARGETS.rateKeptFromSmallestN)} of ours at the smallest.`;
+  return { markdown: `#### 6b. Held-locks axis\n\n${note}\n\n${lines.join('\n')}\n`, checks };
+}
+
 /** Targets of the waiting redesign, per N (absent: none at that N). */
 const WAITING_TARGETS = {
   wcu: { 4: 2.5, 64: 3.5, 200: 3.5 },
@@ -384,19 +457,7 @@ function waitingTables(r, hold20) {
   const checks = [];
   const rows = r.rows;
   const live = rows.filter((x) => !x.skipped);
-  const check = (metric, n, value, target) => {
-    if (!target || value === null || value === undefined) return '';
-    const pass = target.pass(value);
-    checks.push({
-      scenario: 'waiting',
-      metric: n === null ? metric : `${metric}, N = ${n}`,
-      value,
-      target: target.text,
-      pass,
-      ...(pass ? {} : { missBy: target.missBy(value) }),
-    });
-    return ` · ${target.text} ${pass ? 'pass' : '**miss**'}`;
-  };
+  const check = (metric, n, value, target) => checkCell(checks, 'waiting', n === null ? metric : `${metric}, N = ${n}`, value, target);
   const perN = [
     { metric: 'acquisitions counted', get: (x) => x.acquisitions, fmt: num },
     { metric: 'acquisitions/s', get: (x) => x.perSecond, fmt: num },
@@ -535,6 +596,45 @@ function waitingTables(r, hold20) {
 
 const round3 = (v) => Math.round(v * 1000) / 1000;
 
+/**
+ * Scenario 7b: the waiting axis with every system that ran it, a row per system and N (ours from
+ * scenario 7, when it ran), and why a row was not run.
+ */
+function waitingAxisTable(ours, others) {
+  const rows = {
+    ...(ours ? { ours: ours.rows } : {}),
+    ...Object.fromEntries(Object.entries(others.systems).map(([id, o]) => [id, o.rows])),
+  };
+  const head = [
+    'system',
+    'N',
+    'acquisitions/s',
+    'WCU / RCU per acquisition',
+    'write / read requests per acquisition',
+    'smallest share / mean share',
+    'participants without a grant',
+    'event-loop delay p99 in the workers',
+  ];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? ' --- ' : ' ---: ')).join('|')}|`];
+  for (const id of Object.keys(LABELS).filter((s) => rows[s])) {
+    for (const x of rows[id]) {
+      const cells = x.skipped
+        ? [`not run: ${x.skipped}`, ...head.slice(3).map(() => '')]
+        : [
+            num(x.perSecond, 1),
+            `${num(x.wcuPerAcquisition)} / ${num(x.rcuPerAcquisition)}`,
+            `${num(x.writesPerAcquisition)} / ${num(x.readsPerAcquisition)}`,
+            num(x.minShare),
+            num(x.participantsWithoutGrant),
+            `${ms(x.eventLoopP99Ms)}${x.overloaded ? ' (lagged: the row measures the machine as much as the lock)' : ''}`,
+          ];
+      lines.push(`| ${[LABELS[id], num(x.n), ...cells].join(' | ')} |`);
+    }
+  }
+  const note = `Scenario 7's rows for every system that can run them: N participants on one key, each its own lock instance, over up to ${others.processes} processes, each looping acquire → hold ${others.holdMs} ms → release; the same lease for all (${num(others.leaseMs / 1000, 0)} s, heartbeats every third), counted after ${num(others.settleMs / 1000, 1)} s of settling. Capacity as the counting proxy meters it (a failed conditional write is 1 WCU where the server returns no item). dynamodb-lock-client sleeps a whole lease whenever it finds the lock held, so its releaser can take the lock straight back while the others wait out the lease (see participants without a grant); raw polling writes every 25 ms per waiter.`;
+  return `#### 7b. Waiting at scale, every system\n\n${note}\n\n${lines.join('\n')}\n`;
+}
+
 export function docsPage(report, tables) {
   const { meta, checks } = report;
   const misses = checks.filter((c) => !c.pass);
@@ -592,7 +692,8 @@ npm run bench:quick                  # CI smoke test, about a minute; keeps this
 npm run bench -- --dynamodb-local    # against DynamoDB Local (needs Java 17+)
 DYNAMODB_ENDPOINT=http://127.0.0.1:8000 npm run bench   # any local DynamoDB-compatible server (plain HTTP)
 npm run bench -- --only=crossProcess,takeover --systems=raw   # some scenarios, fewer comparators
-npm run bench -- --dynamodb-local --only=waiting   # billed capacity while waiting (+ scenario 3's 20 ms hold)
+npm run bench -- --dynamodb-local --only=waiting   # billed capacity while waiting (+ scenario 3's 20 ms hold, + 7b)
+npm run bench -- --only=scale --held=2000          # the held-locks scenario at one n, every system
 \`\`\`
 
 Every run writes \`bench/results/<mode>-<server>.json\` (the last run of each kind); without \`--no-docs\` it is also
@@ -626,6 +727,13 @@ process plumbing), \`bench/report/\` (tables, this page, the chart).
   dynalite both do for successful requests). A failed conditional write is billed like a write of the item's size:
   from the item returned with the failure (\`ALL_OLD\`; DynamoDB Local returns it), else 1 WCU (dynalite returns
   none). The same figures computed from item sizes (DynamoDB's size rules, approximately) are shown as a cross-check.
+- **The scale axes** (the chart's line panels): *held locks* (scenario 6) runs each system at each n of its list
+  (\`held\` in \`bench/run.mjs\`: ours at 2,000 and 10,000, the others where they finish), a fresh process and
+  table per n; its table 6b and the chart give acquisitions/s (n / the time to acquire all, 64 at a time), heartbeat
+  writes per lock per interval, heap per held lock and event-loop delay p99 per system and n, our figures checked
+  at every n. *Waiting* (scenario 7, and 7b for the other systems) runs N participants on one key per row, the same
+  lease for every system; a row a system cannot run is listed with the reason. \`--held=N\` runs every system at
+  that one n; \`--rows=4,64\` limits the waiting rows of every system.
 - Absolute figures depend on this machine and on a local server with ~1 ms round trips; the ratios are what
   carries over. DynamoDB itself has RTTs of several milliseconds, which makes polling relatively cheaper in requests
   per second but not in requests per acquisition.

@@ -1,7 +1,7 @@
 /**
  * The benchmark chart, hand-written SVG (no dependencies): small grouped-bar panels, one bar
  * per system, a dashed line for the issue's target, each bar labelled with its value; and a
- * line panel for waiting at scale (WCU and RCU per acquisition against N).
+ * line panel per scale axis (waiting: N on one key; held locks: n in one process), a line per system.
  */
 const COLORS = { ours: '#2166ac', dlc: '#d6604d', raw: '#878787' };
 const NAMES = { ours: 'nestjs-dynamo-lock', dlc: 'dynamodb-lock-client', raw: 'raw polling (25 ms)' };
@@ -63,32 +63,96 @@ function panels({ results: r }) {
           ]
         : [],
     },
-    ...(r.waiting ? [waitingPanel(r.waiting)] : []),
-    {
-      title: 'Scale: heap per held lock, KiB (lower is better)',
-      groups: r.scale ? [{ label: `${r.scale.ours.locks} locks`, values: pick(r.scale, (x) => x.heapBytesPerLock / 1024) }] : [],
-    },
+    ...waitingPanels(r.waiting, r.waitingOthers),
+    ...heldPanels(r.scale),
   ].filter((p) => (p.kind === 'lines' ? p.xs.length > 0 : p.groups.length > 0));
 }
 
 /** Targets per acquisition at each N of the waiting scenario (docs: report/markdown.mjs). */
 const WAITING_TARGETS = { wcu: { 4: 2.5, 64: 3.5, 200: 3.5 }, rcu: { 4: 3, 64: 4, 200: 4 } };
-const CAPACITY_COLORS = { wcu: '#2166ac', rcu: '#e08214' };
+/** Targets of the held-locks axis, at every n (docs: report/markdown.mjs). */
+const HEAP_PER_LOCK_TARGET_KIB = 2;
 
-function waitingPanel(w) {
-  const rows = w.rows.filter((x) => !x.skipped);
-  return {
-    kind: 'lines',
-    title: 'Waiting at scale: capacity per acquisition (log; lower is better)',
-    xs: rows.map((x) => x.n),
-    series: [
-      { id: 'wcu', label: 'WCU', values: rows.map((x) => x.wcuPerAcquisition), targets: rows.map((x) => WAITING_TARGETS.wcu[x.n] ?? null) },
-      { id: 'rcu', label: 'RCU', values: rows.map((x) => x.rcuPerAcquisition), targets: rows.map((x) => WAITING_TARGETS.rcu[x.n] ?? null) },
-    ],
-  };
+/**
+ * A line per system over the union of the systems' n: `rows[id]` is that system's rows (`n`, and
+ * `skipped` for a row not measured, left out), `value(row)` its figure, `target(n)` ours at n, if any.
+ */
+function systemSeries(rows, value, target = () => null) {
+  const measured = Object.fromEntries(Object.entries(rows).map(([id, list]) => [id, list.filter((row) => !row.skipped)]));
+  const ids = SYSTEMS.filter((id) => measured[id]?.length);
+  const xs = [...new Set(ids.flatMap((id) => measured[id].map((row) => row.n)))].sort((a, b) => a - b);
+  const series = ids.map((id) => {
+    const at = (n) => measured[id].find((row) => row.n === n);
+    return {
+      label: NAMES[id],
+      color: COLORS[id],
+      values: xs.map((n) => (at(n) ? value(at(n)) : null)),
+      targets: id === 'ours' ? xs.map(target) : [],
+    };
+  });
+  return { xs, series };
 }
 
-/** A line panel: x = N at even steps, y on a log scale, a dashed target tick per point. */
+/**
+ * Waiting at scale, every system that ran it (ours from the waiting scenario, the others from
+ * waiting-others): WCU and RCU per acquisition, and acquisitions/s, against N.
+ */
+function waitingPanels(ours, others) {
+  const rows = {
+    ...Object.fromEntries(Object.entries(others?.systems ?? {}).map(([id, o]) => [id, o.rows])),
+    ...(ours ? { ours: ours.rows } : {}),
+  };
+  const xLabel = (n) => `N = ${n}`;
+  return [
+    {
+      kind: 'lines',
+      log: true,
+      xLabel,
+      title: 'Waiting at scale: WCU per acquisition (log; lower is better)',
+      ...systemSeries(
+        rows,
+        (row) => row.wcuPerAcquisition,
+        (n) => WAITING_TARGETS.wcu[n] ?? null,
+      ),
+    },
+    {
+      kind: 'lines',
+      log: true,
+      xLabel,
+      title: 'Waiting at scale: RCU per acquisition (log; lower is better)',
+      ...systemSeries(
+        rows,
+        (row) => row.rcuPerAcquisition,
+        (n) => WAITING_TARGETS.rcu[n] ?? null,
+      ),
+    },
+    { kind: 'lines', xLabel, title: 'Waiting at scale: acquisitions/s (higher is better)', ...systemSeries(rows, (row) => row.perSecond) },
+  ];
+}
+
+/** The held-locks axis (scenario 6): acquisitions/s and heap per held lock against n held. */
+function heldPanels(scale) {
+  const rows = Object.fromEntries(Object.entries(scale ?? {}).map(([id, o]) => [id, o.byN ?? []]));
+  const xLabel = (n) => `${n.toLocaleString('en')} held`;
+  return [
+    { kind: 'lines', xLabel, title: 'Held locks: acquisitions/s (higher is better)', ...systemSeries(rows, (row) => row.acquirePerSecond) },
+    {
+      kind: 'lines',
+      xLabel,
+      title: 'Held locks: heap per held lock, KiB (lower is better)',
+      ...systemSeries(
+        rows,
+        (row) => row.heapBytesPerLock / 1024,
+        () => HEAP_PER_LOCK_TARGET_KIB,
+      ),
+    },
+  ];
+}
+
+/**
+ * A line panel: x values at even steps (labelled by `p.xLabel`), y linear from 0 or on a log scale
+ * (`p.log`), a series per system in its colour, and a dashed target tick per point where a series has one.
+ */
 function linePanel(p, x0, y0) {
   const top = 34;
   const bottom = 30;
@@ -96,9 +160,24 @@ function linePanel(p, x0, y0) {
   const right = 36;
   const plotH = H - top - bottom;
   const all = p.series.flatMap((s) => [...s.values, ...s.targets]).filter((v) => v != null && v > 0);
-  const lo = Math.log10(Math.min(...all, 1) / 1.5);
-  const hi = Math.log10(Math.max(...all, 1) * 1.5);
-  const y = (v) => y0 + top + plotH - ((Math.log10(v) - lo) / (hi - lo)) * plotH;
+  let y;
+  const ticks = [];
+  if (p.log) {
+    const lo = Math.log10(Math.min(...all, 1) / 1.5);
+    const hi = Math.log10(Math.max(...all, 1) * 1.5);
+    y = (v) => y0 + top + plotH - ((Math.log10(v) - lo) / (hi - lo)) * plotH;
+    // Grid lines at 1, 2 and 5 of each decade in range.
+    for (let d = Math.floor(lo); d <= Math.ceil(hi); d++)
+      ticks.push(...[1, 2, 5].map((m) => m * 10 ** d).filter((v) => v >= 10 ** lo && v <= 10 ** hi));
+  } else {
+    const max = Math.max(...all, 1e-9) * 1.2;
+    y = (v) => y0 + top + plotH - (v / max) * plotH;
+    // About four grid lines at a round step.
+    const step = 10 ** Math.floor(Math.log10(max / 4));
+    const nice = [1, 2, 5, 10].map((m) => m * step).find((s) => max / s <= 5);
+    for (let v = nice; v < max; v += nice) ticks.push(v);
+  }
+  const plotted = (v) => v != null && (v > 0 || !p.log);
   // Points kept clear of the axis labels and the panel's edge, so their value labels fit.
   const pad = 28;
   const step = (W - left - right - 2 * pad) / Math.max(1, p.xs.length - 1);
@@ -107,36 +186,38 @@ function linePanel(p, x0, y0) {
     `<text x="${x0 + 10}" y="${y0 + 16}" class="t">${esc(p.title)}</text>`,
     `<line x1="${x0 + left}" x2="${x0 + W - right}" y1="${y0 + top + plotH}" y2="${y0 + top + plotH}" class="axis"/>`,
   ];
-  // Decade grid lines, labelled.
-  for (let d = Math.ceil(lo); d <= Math.floor(hi); d++) {
-    parts.push(`<line x1="${x0 + left}" x2="${x0 + W - right}" y1="${y(10 ** d)}" y2="${y(10 ** d)}" stroke="#eee"/>`);
-    parts.push(`<text x="${x0 + left - 6}" y="${y(10 ** d) + 3}" class="m">${10 ** d}</text>`);
+  for (const v of ticks) {
+    parts.push(`<line x1="${x0 + left}" x2="${x0 + W - right}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`);
+    parts.push(`<text x="${x0 + left - 6}" y="${y(v) + 3}" class="m">${+v.toPrecision(3)}</text>`);
   }
-  p.xs.forEach((n, i) => parts.push(`<text x="${x(i)}" y="${y0 + top + plotH + 15}" class="g">N = ${n}</text>`));
+  p.xs.forEach((n, i) => parts.push(`<text x="${x(i)}" y="${y0 + top + plotH + 15}" class="g">${esc(p.xLabel(n))}</text>`));
   p.series.forEach((s, si) => {
-    const color = CAPACITY_COLORS[s.id];
-    const points = s.values.map((v, i) => (v != null && v > 0 ? [x(i), y(v), v, i] : null)).filter(Boolean);
+    const points = s.values.map((v, i) => (plotted(v) ? [x(i), y(v), v, i] : null)).filter(Boolean);
     if (points.length > 1) {
       parts.push(
-        `<polyline points="${points.map(([px, py]) => `${px},${py}`).join(' ')}" fill="none" stroke="${color}" stroke-width="2"/>`,
+        `<polyline points="${points.map(([px, py]) => `${px},${py}`).join(' ')}" fill="none" stroke="${s.color}" stroke-width="2"/>`,
       );
     }
     for (const [px, py, v, i] of points) {
-      parts.push(`<circle cx="${px}" cy="${py}" r="3" fill="${color}"><title>${esc(s.label)}: ${fmt(v)}</title></circle>`);
-      // Labelled above the point where this series is the higher one at this N, else below.
-      const above = p.series.every((o) => o === s || !(o.values[i] > v));
-      parts.push(`<text x="${px}" y="${above ? py - 7 : py + 14}" class="v" fill="${color}">${fmt(v)}</text>`);
+      parts.push(`<circle cx="${px}" cy="${py}" r="3" fill="${s.color}"><title>${esc(s.label)}: ${fmt(v)}</title></circle>`);
+      // Labelled above the point where this series is the highest at this x, below where it is the
+      // lowest, else to its right, so that the labels of up to three series stay apart (on a tie,
+      // the series listed first counts as the higher).
+      const higher = (o, oi) => o.values[i] > v || (o.values[i] === v && oi < si);
+      const others = p.series.map((o, oi) => [o, oi]).filter(([o]) => o !== s && plotted(o.values[i]));
+      const [lx, ly, anchor] = others.every(([o, oi]) => !higher(o, oi))
+        ? [px, py - 7, 'middle']
+        : others.every(([o, oi]) => higher(o, oi))
+          ? [px, py + 14, 'middle']
+          : [px + 6, py + 3, 'start'];
+      parts.push(`<text x="${lx}" y="${ly}" class="v" fill="${s.color}" style="text-anchor:${anchor}">${fmt(v)}</text>`);
     }
     s.targets.forEach((t, i) => {
       if (t == null) return;
       parts.push(
-        `<line x1="${x(i) - 12}" x2="${x(i) + 12}" y1="${y(t)}" y2="${y(t)}" class="target" style="stroke:${color}"><title>${esc(s.label)} target ${fmt(t)}</title></line>`,
+        `<line x1="${x(i) - 12}" x2="${x(i) + 12}" y1="${y(t)}" y2="${y(t)}" class="target"><title>${esc(s.label)} target ${fmt(t)}</title></line>`,
       );
     });
-    const lx = x0 + left + 10 + si * 150;
-    const ly = y0 + top + 4;
-    parts.push(`<rect x="${lx}" y="${ly - 5}" width="14" height="3" fill="${color}"/>`);
-    parts.push(`<text x="${lx + 18}" y="${ly}" class="l">${esc(s.label)} per acquisition</text>`);
   });
   return parts.join('\n');
 }

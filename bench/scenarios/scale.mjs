@@ -1,8 +1,9 @@
 /**
  * Scenario 6: scale. One process (started with --expose-gc, nothing else in it) acquires n
- * locks on distinct keys and holds them with heartbeats for a window. Measured: heartbeat
- * writes per lock per interval in the window (from the proxy: should be exactly 1),
- * event-loop delay p99 (perf_hooks.monitorEventLoopDelay), heap per held lock (heapUsed
+ * locks on distinct keys and holds them with heartbeats for a window, for each n of the axis
+ * (a fresh process and table per n). Measured: acquisitions per second (n / the time to acquire
+ * all, 64 at a time), heartbeat writes per lock per interval in the window (from the proxy:
+ * should be exactly 1), event-loop delay p99 (perf_hooks.monitorEventLoopDelay), heap per held lock (heapUsed
  * after − before, both after a full GC, / n), and active timers
  * (every live setTimeout/setInterval, unref'd ones included, sampled every 20 ms when no
  * request is in flight, largest sample).
@@ -15,47 +16,88 @@ import { pool, round } from '../support/stats.mjs';
 import { forkWorker, isMain, workerMain } from '../support/worker.mjs';
 import { createTable, openSystem } from '../systems/index.mjs';
 
-export async function run(ctx, { systems, n, otherN = n, windowMs, otherWindowMs = windowMs, leaseMs }) {
+/**
+ * Runs the scale scenario: for each system of `systems` (that this run compares), one worker per
+ * entry of `held[id]` (`[{ n, windowMs, acquireWithinMs? }]`, smallest n first; `{ n, skip: 'why' }`
+ * is not run) holds n locks for the window; a worker that has not acquired its n locks within
+ * `acquireWithinMs` is stopped and its row says so. Returns per system the figures at its largest
+ * n measured (what the tables and checks have always read) and `byN`: the axis, one row per n.
+ */
+export async function run(ctx, { systems, held, leaseMs }) {
   const out = {};
   for (const id of systems.filter((s) => ctx.locks.includes(s))) {
-    const heartbeatMs = Math.round(leaseMs / 3);
-    const table = ctx.table(`s6-${id}`);
-    await createTable(ctx.admin, id, table);
-    const window = id === 'ours' ? windowMs : otherWindowMs;
-    const locks = id === 'ours' ? n : otherN;
-    const worker = forkWorker(
-      import.meta.url,
-      { role: 's6', system: id, endpoint: ctx.proxy.endpoint, table, n: locks, windowMs: window, leaseMs, heartbeatMs },
-      { execArgv: ['--expose-gc'] },
-    );
-    const acquired = await worker.next('acquired', 600_000);
-    const before = await ctx.proxy.counts();
-    worker.send('window');
-    const measured = await worker.next('measured', window + 120_000);
-    const after = await ctx.proxy.counts();
-    // Releasing 10,000 locks measures nothing more: the table is thrown away with its leases.
-    worker.kill('SIGKILL');
-    await worker.exited;
-    const t = totals(diffCounts(before, after, table));
-    out[id] = {
-      locks,
-      windowMs: measured.windowMs,
-      leaseMs,
-      heartbeatMs: round(heartbeatMs),
-      acquireSeconds: round(acquired.acquireMs / 1000),
-      heartbeatWritesPerLockPerInterval: round(t.writes / (locks * (measured.windowMs / heartbeatMs)), 3),
-      failedWritesInWindow: t.failedWrites,
-      otherErrors: t.otherErrors,
-      eventLoopDelayP99Ms: measured.eldP99Ms,
-      eventLoopDelayMaxMs: measured.eldMaxMs,
-      heapBytesPerLock: Math.round(acquired.heapDelta / locks),
-      activeTimers: measured.timers,
-      idleTimers: acquired.idleTimers,
-      warnings: measured.warnings.length,
-      warningSample: measured.warnings.slice(0, 3),
-    };
+    const byN = [];
+    let largest;
+    for (const { n, windowMs, skip, acquireWithinMs = 600_000 } of held[id]) {
+      const measured = skip ? null : await measure(ctx, id, { n, windowMs, leaseMs, acquireWithinMs });
+      if (!measured) {
+        byN.push({ n, skipped: skip ? `not run: ${skip}` : `stopped: not all ${n} locks acquired within ${acquireWithinMs / 1000} s` });
+        continue;
+      }
+      largest = measured;
+      byN.push({
+        n,
+        windowMs: largest.windowMs,
+        acquireSeconds: largest.acquireSeconds,
+        acquirePerSecond: largest.acquirePerSecond,
+        heartbeatWritesPerLockPerInterval: largest.heartbeatWritesPerLockPerInterval,
+        heapBytesPerLock: largest.heapBytesPerLock,
+        eventLoopDelayP99Ms: largest.eventLoopDelayP99Ms,
+        warnings: largest.warnings,
+      });
+    }
+    out[id] = { ...largest, byN };
   }
   return out;
+}
+
+/**
+ * One system at one n: a fresh table and worker; acquire n locks, then hold them for the window.
+ * Null when the n locks were not acquired within `acquireWithinMs`.
+ */
+async function measure(ctx, id, { n, windowMs, leaseMs, acquireWithinMs }) {
+  const heartbeatMs = Math.round(leaseMs / 3);
+  const table = ctx.table(`s6-${id}-${n}`);
+  await createTable(ctx.admin, id, table);
+  const worker = forkWorker(
+    import.meta.url,
+    { role: 's6', system: id, endpoint: ctx.proxy.endpoint, table, n, windowMs, leaseMs, heartbeatMs },
+    { execArgv: ['--expose-gc'] },
+  );
+  const pending = worker.next('acquired', acquireWithinMs + 1_000);
+  const acquired = await Promise.race([pending, sleep(acquireWithinMs, null)]);
+  if (!acquired) {
+    pending.catch(() => undefined); // rejected as the worker is killed
+    worker.kill('SIGKILL');
+    await worker.exited;
+    return null;
+  }
+  const before = await ctx.proxy.counts();
+  worker.send('window');
+  const measured = await worker.next('measured', windowMs + 120_000);
+  const after = await ctx.proxy.counts();
+  // Releasing 10,000 locks measures nothing more: the table is thrown away with its leases.
+  worker.kill('SIGKILL');
+  await worker.exited;
+  const t = totals(diffCounts(before, after, table));
+  return {
+    locks: n,
+    windowMs: measured.windowMs,
+    leaseMs,
+    heartbeatMs: round(heartbeatMs),
+    acquireSeconds: round(acquired.acquireMs / 1000),
+    acquirePerSecond: round(n / (acquired.acquireMs / 1000)),
+    heartbeatWritesPerLockPerInterval: round(t.writes / (n * (measured.windowMs / heartbeatMs)), 3),
+    failedWritesInWindow: t.failedWrites,
+    otherErrors: t.otherErrors,
+    eventLoopDelayP99Ms: measured.eldP99Ms,
+    eventLoopDelayMaxMs: measured.eldMaxMs,
+    heapBytesPerLock: Math.round(acquired.heapDelta / n),
+    activeTimers: measured.timers,
+    idleTimers: acquired.idleTimers,
+    warnings: measured.warnings.length,
+    warningSample: measured.warnings.slice(0, 3),
+  };
 }
 
 /**
