@@ -441,9 +441,13 @@ function scaleAxisTable(r, systems) {
 
 /** Targets of the waiting redesign, per N (absent: none at that N). */
 const WAITING_TARGETS = {
-  wcu: { 4: 2.5, 64: 3.5, 200: 3.5 },
-  rcu: { 4: 3, 64: 4, 200: 4 },
+  wcu: { 4: 2.5, 64: 3.5, 200: 3.5, 1000: 3.5 },
+  rcu: { 4: 3, 64: 4, 200: 4, 1000: 5 },
   minShare: { 64: 0.5 },
+  /** Acquisitions/s at N as a share of the rate at the key's N (issue 30: 1,000 waiters ≥ 80% of 200's). */
+  rateOf: { 1000: { n: 200, share: 0.8 } },
+  /** Every participant granted within the window (one long enough at the rate targeted: 60 s at N = 1,000). */
+  allGranted: [1000],
 };
 /** Acquisitions per participant, on average, below which a window is too short to judge fairness. */
 const FAIRNESS_MIN_ROUNDS = 3;
@@ -460,7 +464,21 @@ function waitingTables(r, hold20) {
   const check = (metric, n, value, target) => checkCell(checks, 'waiting', n === null ? metric : `${metric}, N = ${n}`, value, target);
   const perN = [
     { metric: 'acquisitions counted', get: (x) => x.acquisitions, fmt: num },
-    { metric: 'acquisitions/s', get: (x) => x.perSecond, fmt: num },
+    {
+      metric: 'acquisitions/s',
+      get: (x) => x.perSecond,
+      fmt: num,
+      // A rate at least a share of the rate at a smaller N of the same run.
+      target: ({ n }) => {
+        const of = WAITING_TARGETS.rateOf[n];
+        const base = of && live.find((x) => x.n === of.n);
+        return base ? atLeast(Math.round(of.share * base.perSecond * 100) / 100) : undefined;
+      },
+      note: ({ n }) =>
+        WAITING_TARGETS.rateOf[n] && live.some((x) => x.n === WAITING_TARGETS.rateOf[n].n)
+          ? ` (${pct(WAITING_TARGETS.rateOf[n].share)} of N = ${WAITING_TARGETS.rateOf[n].n})`
+          : '',
+    },
     {
       metric: 'hand-over p50 / p99 (a release call → the next grant)',
       get: (x) => (x.handOverMs?.n ? `${ms(x.handOverMs.p50)} / ${ms(x.handOverMs.p99)}` : '–'),
@@ -500,7 +518,18 @@ function waitingTables(r, hold20) {
       note: ({ n, acquisitions }) =>
         WAITING_TARGETS.minShare[n] && acquisitions < FAIRNESS_MIN_ROUNDS * n ? ' · window too short to judge' : '',
     },
-    { metric: 'participants without a grant', get: (x) => x.participantsWithoutGrant, fmt: num },
+    {
+      metric: 'participants without a grant in the window',
+      get: (x) => x.participantsWithoutGrant,
+      fmt: num,
+      target: ({ n }) => (WAITING_TARGETS.allGranted.includes(n) ? exactly(0, 0) : undefined),
+      note: ({ n, windowMs }) => (WAITING_TARGETS.allGranted.includes(n) ? ` (window ${num(windowMs / 1000, 0)} s)` : ''),
+    },
+    {
+      metric: 'start-up: every participant asked once after',
+      get: (x) => x.askedSeconds,
+      fmt: (v) => (v == null ? '–' : `${num(v, 1)} s`),
+    },
     {
       metric: `FIFO inversions (overtook a caller of the same process that asked ≥ ${r.fifoSlackMs} ms earlier, within the window)`,
       get: (x) => x.fifoInversions,

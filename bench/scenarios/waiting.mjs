@@ -6,9 +6,11 @@
  * table's capacity (`support/counting-proxy.mjs`): WCU and RCU per acquisition, server-reported
  * where the server reports them, and the largest item.
  *
- * Counting starts `settleMs` after the start, when every participant has asked once, so the
- * window shows steady waiting rather than N first asks at once (the largest item is over the
- * table's whole life, settling included). Also measured per N: fairness (smallest
+ * Counting starts once every participant has asked once and was answered (queued or granted),
+ * and at least `settleMs` after the start, so the window shows steady waiting rather than N first
+ * asks at once (at N = 1,000 those take seconds: counted, they were a failed free write per
+ * participant); the row says how long that took. The largest item is over the table's whole life,
+ * settling included. Also measured per N: fairness (smallest
  * participant's share / the mean share), FIFO inversions (a grant that overtook a
  * caller of the same process that asked within the window, at least `fifoSlackMs` earlier, and
  * was still waiting; asks closer than that are taken as simultaneous, since their writes can
@@ -84,10 +86,11 @@ async function measureRow(ctx, workers, { n, windowMs }, { holdMs, settleMs, fif
   workers.forEach((w, p) => w.send('prepare', { table, count: Math.floor(n / P) + (p < n % P ? 1 : 0), holdMs, fifoSlackMs }));
   const ready = await Promise.all(workers.map((w) => w.next('ready', 300_000)));
   const setupMs = wall() - setupFrom;
-  const { measureFrom, endAt, countsBefore, countsAfter, capBefore, capAfter, reports } = await measureWindow(ctx, workers, {
-    settleMs,
-    windowMs,
-  });
+  const { startAt, askedAt, measureFrom, endAt, countsBefore, countsAfter, capBefore, capAfter, reports } = await measureWindow(
+    ctx,
+    workers,
+    { settleMs, windowMs, untilAsked: true },
+  );
 
   // Grants: [participant, askedAt, grantedAt, releasedAt, anyAsk, beyondAsk] per process: the latest
   // ask of the same process each grant overtook (any earlier one, one beyond the slack), or null.
@@ -121,6 +124,7 @@ async function measureRow(ctx, workers, { n, windowMs }, { holdMs, settleMs, fif
     processes: P,
     windowMs,
     setupSeconds: round(setupMs / 1000, 1),
+    askedSeconds: round((askedAt - startAt) / 1000, 1),
     managerStartMs: round(Math.max(...ready.map((r) => r.setupMs))),
     acquisitions,
     perSecond: span > 0 ? round(((acquisitions - 1) / span) * 1000) : 0,
@@ -191,7 +195,18 @@ async function participants(config, io) {
     // Warm-up (connections, JIT) on another key, before the window is counted.
     await (await managers[0].acquire('warm-up')).release();
     await io.send('ready', { setupMs: performance.now() - t0 });
-    const { startAt, endAt } = await io.next('go');
+    // The window's end comes once every participant of every process asked once (see measureWindow).
+    const { startAt } = await io.next('go');
+    let endAt = Number.POSITIVE_INFINITY;
+    const windowSet = io.next('window', 600_000).then((m) => (endAt = m.endAt));
+    /** Participants whose first ask was answered (queued, granted, or refused). */
+    const asked = new Set();
+    const noteAsked = (i) => {
+      if (asked.has(i)) return;
+      asked.add(i);
+      if (asked.size === count) void io.send('asked', {});
+    };
+    const unsubscribe = managers.map((m, i) => m.subscribe((event) => event.type === 'waiting' && noteAsked(i)));
     await sleepUntil(startAt);
     const stop = new AbortController();
     setMaxListeners(0, stop.signal);
@@ -212,6 +227,7 @@ async function participants(config, io) {
           lock = await m.acquire('hot', { wait: true, signal: stop.signal });
         } catch (error) {
           waiting.delete(i);
+          noteAsked(i);
           if (stop.signal.aborted) return;
           const name = `${error?.name ?? 'Error'}: ${String(error?.message ?? error).slice(0, 120)}`;
           errors[name] = (errors[name] ?? 0) + 1;
@@ -219,6 +235,7 @@ async function participants(config, io) {
           continue;
         }
         waiting.delete(i);
+        noteAsked(i);
         const grantedAt = wall();
         // The latest ask this grant overtook (null: none), any earlier one and one beyond the slack.
         let anyAsk = null;
@@ -240,7 +257,9 @@ async function participants(config, io) {
       }
     };
     const all = Promise.all(managers.map(participant));
+    await windowSet;
     await sleepUntil(endAt);
+    for (const off of unsubscribe) off();
     stop.abort();
     await Promise.race([all, sleep(5_000)]);
     delay.disable();
