@@ -77,7 +77,7 @@ export class DynamoMutexStore implements MutexStorePort {
     const condition =
       write.condition.kind === 'free'
         ? freeCondition(`${claim}${onlyLockItem(this.keys)}`)
-        : `(${holdingCondition(write.condition.from, values, ':from')} OR #token = :token)${claim}`;
+        : `#token = :token${claim} OR ${holdingCondition(write.condition.from, values, ':from', claim)}`;
     return this.update({ key: write.key, set, remove, condition, values, returnNew: true }, write.leaseMs, now);
   }
 
@@ -220,7 +220,7 @@ export class DynamoMutexStore implements MutexStorePort {
       ':owner': { S: write.owner },
       ':acquiredAt': { N: String(write.acquiredAt ?? now) },
     };
-    const condition = holdingCondition(write.holding, values) + atVersion(write.rvn, values);
+    const condition = holdingCondition(write.holding, values, ':', atVersion(write.rvn, values));
     const set = [
       '#rvn = :rvn',
       '#updatedAt = :now',
