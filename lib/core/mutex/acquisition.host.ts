@@ -31,6 +31,8 @@ export interface AcquisitionHost {
 
 export type Step =
   | { kind: 'free' }
+  /** Read the item first: a write got no answer before any view of it (a burst of first asks timing out). */
+  | { kind: 'read' }
   /** Take back a token of this process that no caller holds (an orphan). */
   | { kind: 'handover'; from: string }
   /** Pass the holder of `seen`, silent for its whole lease; `mine`: the target is this waiter's own ticket. */

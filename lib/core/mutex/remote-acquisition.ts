@@ -105,6 +105,7 @@ export class RemoteAcquisition {
       else if (step.kind === 'enqueue') await this.enqueue();
       else if (step.kind === 'leave') await this.leaveLine();
       else if (step.kind === 'pass-left') await this.passLeft(step.run);
+      else if (step.kind === 'read') await this.read();
       if (step.kind !== 'free' && step.kind !== 'handover' && step.kind !== 'skip') continue;
       const held = await this.write(step);
       if (held) return held;
@@ -201,7 +202,9 @@ export class RemoteAcquisition {
   private nextStep(): Step {
     const { waiter } = this;
     const { current } = this.line;
-    if (!this.line.known || !current) return { kind: this.enqueueFirst ? 'enqueue' : 'free' };
+    // A write with no answer yet, and no view: a read shows what it did (a free attempt resent
+    // blindly into an overloaded server fails, at a write unit each time, and adds to the load).
+    if (!this.line.known || !current) return { kind: this.uncertain ? 'read' : this.enqueueFirst ? 'enqueue' : 'free' };
     // The scheduled fire asked for, or a later one, was claimed already: it ran (or runs) elsewhere.
     if (waiter.fire !== undefined && current.fire !== undefined && current.fire.at >= waiter.fire) {
       waiter.fireClaimed = current.fire;

@@ -15,7 +15,7 @@ import type { AcquireOptions } from '../../../../lib/interfaces/acquire-options.
 import type { AcquiredVia, LockEvent } from '../../../../lib/interfaces/lock-event.interface';
 import type { LockRecord } from '../../../../lib/store/mutex/mutex.record';
 import { MemoryMutexStore } from '../../../../lib/store/mutex/mutex.memory-store';
-import { CLAIM_LEASE_MS, type WriteResult } from '../../../../lib/store/mutex/mutex-store.protocol';
+import { type AcquireWrite, CLAIM_LEASE_MS, type WriteResult } from '../../../../lib/store/mutex/mutex-store.protocol';
 import { engineOptions, hasSettled, namedError, newCaller } from '../support/engine.fixture';
 
 const KEY = 'nightly-report';
@@ -210,6 +210,24 @@ describe('RemoteAcquisition', () => {
     expect(logger.warn).toHaveBeenCalledWith(expect.stringContaining('ThrottlingException: Rate exceeded'));
     expect(holds.map((held) => held.via)).toEqual(['free']);
     expect((await store.read(KEY))?.token).toBe(waiter.token);
+  });
+
+  it('after a free write that got no answer, reads the item before writing again: its own token there, it holds', async () => {
+    const { store, holds, start, calls } = fakeHost();
+    const acquire = calls('acquire');
+    const read = calls('read');
+    // Applied, and its answer lost (a time-out in a burst of first asks).
+    acquire.mockImplementationOnce(async (write) => {
+      await MemoryMutexStore.prototype.acquire.call(store, write as AcquireWrite);
+      throw namedError('TimeoutError', 'no answer within 3000 ms');
+    });
+    const { waiter, result } = start();
+    await jest.advanceTimersByTimeAsync(200);
+    expect((await result).error).toBeUndefined();
+    // One read instead of a second free write (which would fail on its own token, a write unit each time).
+    expect(acquire).toHaveBeenCalledTimes(1);
+    expect(read).toHaveBeenCalledTimes(1);
+    expect(holds.map((held) => held.record.token)).toEqual([waiter.token]);
   });
 
   it('throws a non-transient error on, without retrying', async () => {
