@@ -202,8 +202,7 @@ export class RemoteAcquisition {
   private nextStep(): Step {
     const { waiter } = this;
     const { current } = this.line;
-    // A write with no answer yet, and no view: a read shows what it did (a free attempt resent
-    // blindly into an overloaded server fails, at a write unit each time, and adds to the load).
+    // A write unanswered, no view: a read shows what it did (a free write resent blindly fails, a write unit each).
     if (!this.line.known || !current) return { kind: this.uncertain ? 'read' : this.enqueueFirst ? 'enqueue' : 'free' };
     // The scheduled fire asked for, or a later one, was claimed already: it ran (or runs) elsewhere.
     if (waiter.fire !== undefined && current.fire !== undefined && current.fire.at >= waiter.fire) {

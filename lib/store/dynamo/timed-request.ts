@@ -68,7 +68,7 @@ const takesMinimal = new WeakMap<DynamoDBClient, boolean>();
 function takesMinimalSignal(client: DynamoDBClient): boolean {
   let known = takesMinimal.get(client);
   if (known === undefined) {
-    const handler: unknown = (client.config as { requestHandler?: unknown }).requestHandler;
+    const handler: unknown = (client.config as { requestHandler?: unknown } | undefined)?.requestHandler;
     const name = typeof handler === 'object' && handler !== null ? handler.constructor?.name : undefined;
     known = name !== undefined && MINIMAL_SIGNAL_HANDLERS.has(name);
     takesMinimal.set(client, known);
