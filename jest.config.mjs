@@ -30,14 +30,14 @@ const config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test', '<rootDir>/lib'],
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
+  // The testing page's vitest spec runs under vitest (test/docs/vitest.e2e-spec.ts).
+  testPathIgnorePatterns: ['/node_modules/', '\\.vitest\\.spec\\.ts$'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   extensionsToTreatAsEsm: ['.ts'],
   // Allow `./x.js` specifiers in TypeScript sources to resolve to `./x.ts`.
   moduleNameMapper: {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     '^nestjs-dynamo-lock$': '<rootDir>/lib/index.ts',
-    // Not a dependency: the testing page's vitest spec runs on Jest (test/docs/support/vitest-on-jest.ts).
-    '^vitest$': '<rootDir>/test/docs/support/vitest-on-jest.ts',
   },
   transform: { '^.+\\.ts$': ['@swc/jest', swcOptions] },
   // The slowest suites first: a clean clone has no timings for Jest to order by.

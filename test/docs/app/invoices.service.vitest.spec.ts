@@ -4,7 +4,6 @@ import { DynamoLockModule, LockBusyError, LockService } from 'nestjs-dynamo-lock
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InvoicesService } from './invoices.service.js';
 import { PaymentsService } from './payments.service.js';
-// readme: omit. vitest is not installed here: `vitest` maps onto Jest (test/docs/support/vitest-on-jest.ts) to run this spec.
 
 describe('InvoicesService', () => {
   let moduleRef: TestingModule;

@@ -161,10 +161,8 @@ function compilerOptions(root: string): ts.CompilerOptions {
       'nestjs-dynamo-lock': [path.join(root, 'lib', 'index.ts')],
       'nestjs-dynamo-lock/health': [path.join(root, 'lib', 'health', 'index.ts')],
       'nestjs-dynamo-lock/standalone': [path.join(root, 'lib', 'standalone', 'index.ts')],
-      // Not dependencies of this repository: the types the SQS recipe uses, from the real package,
-      // and the vitest functions of the testing page, on Jest.
+      // Not a dependency of this repository: the types the SQS recipe uses, from the real package.
       '@aws-sdk/client-sqs': [path.join(root, 'test', 'docs', 'support', 'client-sqs.d.ts')],
-      vitest: [path.join(root, 'test', 'docs', 'support', 'vitest-on-jest.ts')],
     },
   };
 }
