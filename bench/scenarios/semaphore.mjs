@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LockManager } from '../../dist/index.js';
 import { capacityTotals, diffCapacity, diffCounts, totals } from '../support/counting-proxy.mjs';
 import { makeClient } from '../support/client.mjs';
-import { measureWindow } from '../support/window.mjs';
+import { measureWindow, prepareWorkers } from '../support/window.mjs';
 import { holdFor, round, sleepUntil, wall } from '../support/stats.mjs';
 import { forkWorker, isMain, workerMain } from '../support/worker.mjs';
 import { createTable } from '../systems/index.mjs';
@@ -50,8 +50,7 @@ async function measureRow(ctx, workers, { n, limit, holdMs, windowMs }, settleMs
   await createTable(ctx.admin, 'ours', table);
   await ctx.proxy.meter([table]);
   const P = workers.length;
-  workers.forEach((w, p) => w.send('prepare', { table, count: Math.floor(n / P) + (p < n % P ? 1 : 0), limit, holdMs }));
-  await Promise.all(workers.map((w) => w.next('ready', 300_000)));
+  await prepareWorkers(workers, n, { table, limit, holdMs });
   const { measureFrom, endAt, countsBefore, countsAfter, capBefore, capAfter, reports } = await measureWindow(ctx, workers, {
     settleMs,
     windowMs,

@@ -16,7 +16,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { capacityTotals, diffCapacity, diffCounts, totals } from '../support/counting-proxy.mjs';
 import { makeClient } from '../support/client.mjs';
-import { measureWindow } from '../support/window.mjs';
+import { measureWindow, prepareWorkers } from '../support/window.mjs';
 import { holdFor, round, sleepUntil, wall } from '../support/stats.mjs';
 import { forkWorker, isMain, workerMain } from '../support/worker.mjs';
 import { createTable, openSystem } from '../systems/index.mjs';
@@ -63,8 +63,7 @@ async function measureRow(ctx, id, workers, { n, windowMs }, { holdMs, settleMs,
   await createTable(ctx.admin, id, table);
   await ctx.proxy.meter([table]);
   const P = workers.length;
-  workers.forEach((w, p) => w.send('prepare', { table, count: Math.floor(n / P) + (p < n % P ? 1 : 0), holdMs, leaseMs }));
-  await Promise.all(workers.map((w) => w.next('ready', 300_000)));
+  await prepareWorkers(workers, n, { table, holdMs, leaseMs });
   const { measureFrom, endAt, countsBefore, countsAfter, capBefore, capAfter, reports } = await measureWindow(ctx, workers, {
     settleMs,
     windowMs,

@@ -29,7 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LockManager } from '../../dist/index.js';
 import { capacityTotals, diffCapacity, diffCounts, totals } from '../support/counting-proxy.mjs';
 import { makeClient } from '../support/client.mjs';
-import { measureWindow } from '../support/window.mjs';
+import { measureWindow, prepareWorkers } from '../support/window.mjs';
 import { holdFor, round, sleepUntil, summarize, wall } from '../support/stats.mjs';
 import { forkWorker, isMain, workerMain } from '../support/worker.mjs';
 import { createTable } from '../systems/index.mjs';
@@ -83,8 +83,7 @@ async function measureRow(ctx, workers, { n, windowMs }, { holdMs, settleMs, fif
   await ctx.proxy.meter([table]);
   const P = workers.length;
   const setupFrom = wall();
-  workers.forEach((w, p) => w.send('prepare', { table, count: Math.floor(n / P) + (p < n % P ? 1 : 0), holdMs, fifoSlackMs }));
-  const ready = await Promise.all(workers.map((w) => w.next('ready', 300_000)));
+  const ready = await prepareWorkers(workers, n, { table, holdMs, fifoSlackMs });
   const setupMs = wall() - setupFrom;
   const { startAt, askedAt, measureFrom, endAt, countsBefore, countsAfter, capBefore, capAfter, reports } = await measureWindow(
     ctx,

@@ -6,6 +6,16 @@
 import { sleepUntil, wall } from './stats.mjs';
 
 /**
+ * Prepares `n` participants spread over `workers` (each gets its share as `count`, with `fields`)
+ * and resolves with each worker's 'ready' report once all have sent it.
+ */
+export function prepareWorkers(workers, n, fields) {
+  const P = workers.length;
+  workers.forEach((w, p) => w.send('prepare', { ...fields, count: Math.floor(n / P) + (p < n % P ? 1 : 0) }));
+  return Promise.all(workers.map((w) => w.next('ready', 300_000)));
+}
+
+/**
  * Runs the window over `workers` (already prepared); resolves with the proxy figures and every
  * worker's 'done' report. With `untilAsked`, the window opens only once every worker has sent
  * 'asked' (each of its participants asked once and was answered), and at least `settleMs` after
